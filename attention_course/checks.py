@@ -1,0 +1,271 @@
+"""Checks that the exercise tests use.
+
+Every check raises ``AssertionError`` with a message that says what is wrong in words:
+which output, which shape, which entry, expected against got. A learner who reads the
+message should know where to look without opening the test.
+
+The helpers accept NumPy arrays, PyTorch tensors and Python numbers. ``got`` is always
+the learner's value and ``expected`` the reference, so messages read the same way
+everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+try:  # chapter 1 is NumPy-only; the checks must not need torch there
+    import torch
+except ImportError:  # pragma: no cover - torch is installed with the course
+    torch = None
+
+
+def _is_tensor(x: Any) -> bool:
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _kind(x: Any) -> str:
+    if _is_tensor(x):
+        return "torch.Tensor"
+    if isinstance(x, np.ndarray):
+        return "numpy.ndarray"
+    return type(x).__name__
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    if _is_tensor(x):
+        x = x.detach()
+        if x.dtype == torch.bfloat16:
+            x = x.float()
+        return x.cpu().numpy()
+    return np.asarray(x)
+
+
+def _shape(x: Any) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.6g}"
+    return repr(v)
+
+
+def check_type(got: Any, expected_type: type | tuple, *, name: str = "output") -> None:
+    """Fail unless ``got`` is an instance of ``expected_type``."""
+    if not isinstance(got, expected_type):
+        names = (
+            " or ".join(t.__name__ for t in expected_type)
+            if isinstance(expected_type, tuple)
+            else expected_type.__name__
+        )
+        raise AssertionError(f"{name}: expected a {names}, got {_kind(got)} ({got!r:.80})")
+
+
+def check_shape(got: Any, expected_shape: tuple, *, name: str = "output") -> None:
+    """Fail unless ``got`` has exactly ``expected_shape``."""
+    if not hasattr(got, "shape"):
+        raise AssertionError(
+            f"{name}: expected an array of shape {tuple(expected_shape)}, got {_kind(got)}"
+        )
+    if _shape(got) != tuple(expected_shape):
+        raise AssertionError(
+            f"{name}: wrong shape: expected {tuple(expected_shape)}, got {_shape(got)}"
+        )
+
+
+def check_dtype(got: Any, expected_dtype: Any, *, name: str = "output") -> None:
+    """Fail unless ``got.dtype == expected_dtype`` (NumPy or torch dtypes)."""
+    if getattr(got, "dtype", None) != expected_dtype:
+        raise AssertionError(
+            f"{name}: wrong dtype: expected {expected_dtype}, got {getattr(got, 'dtype', _kind(got))}"
+        )
+
+
+def check_device(got: Any, expected_device: Any, *, name: str = "output") -> None:
+    """Fail unless the tensor ``got`` lives on ``expected_device`` (type and index)."""
+    expected = torch.device(expected_device)
+    if not _is_tensor(got):
+        raise AssertionError(f"{name}: expected a torch.Tensor on {expected}, got {_kind(got)}")
+    actual = got.device
+    same = actual.type == expected.type and (
+        expected.index is None or actual.index is None or actual.index == expected.index
+    )
+    if not same:
+        raise AssertionError(f"{name}: on the wrong device: expected {expected}, got {actual}")
+
+
+def check_finite(got: Any, *, name: str = "output") -> None:
+    """Fail if ``got`` holds NaN or infinity, naming the first bad entry."""
+    arr = _to_numpy(got)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AssertionError(
+            f"{name}: {int(bad.sum())} of {arr.size} entries are NaN or infinite; "
+            f"the first is at index {idx}: {arr[idx]}"
+        )
+
+
+def check_close(
+    got: Any,
+    expected: Any,
+    *,
+    name: str = "output",
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    exact_dtype: bool = True,
+) -> None:
+    """Fail unless ``got`` matches ``expected`` in kind, shape, dtype, device and values.
+
+    * kind: a tensor where a tensor is expected, an array where an array is expected
+      (a Python number is accepted for a 0-d expected value);
+    * dtype and device are compared when ``expected`` is an array or tensor and
+      ``exact_dtype`` is true;
+    * values: ``|got - expected| <= atol + rtol * |expected|`` entry-wise, NaN never
+      equal to anything (a reference that is NaN is a bug in the test, not the learner).
+    """
+    scalar_expected = not hasattr(expected, "shape") or _shape(expected) == ()
+    if _is_tensor(expected) and not _is_tensor(got) and not (
+        scalar_expected and isinstance(got, (int, float, np.floating))
+    ):
+        raise AssertionError(f"{name}: expected a torch.Tensor, got {_kind(got)}")
+    if isinstance(expected, np.ndarray) and not isinstance(got, (np.ndarray, np.generic)) and not (
+        scalar_expected and isinstance(got, (int, float))
+    ):
+        raise AssertionError(f"{name}: expected a numpy.ndarray, got {_kind(got)}")
+    if not hasattr(expected, "shape") and not isinstance(
+        got, (int, float, np.floating, np.integer, np.ndarray)
+    ) and not _is_tensor(got):
+        raise AssertionError(f"{name}: expected a number, got {_kind(got)} ({got!r:.80})")
+    if hasattr(expected, "shape") and _shape(expected) != ():
+        check_shape(got, _shape(expected), name=name)
+    if exact_dtype and hasattr(expected, "dtype") and hasattr(got, "dtype") and _shape(expected) != ():
+        check_dtype(got, expected.dtype, name=name)
+    if _is_tensor(expected) and _is_tensor(got):
+        check_device(got, expected.device, name=name)
+
+    g = _to_numpy(got).astype(np.float64)
+    e = _to_numpy(expected).astype(np.float64)
+    if np.isnan(e).any():
+        raise AssertionError(f"{name}: the reference value contains NaN (a bug in the test)")
+    g = np.broadcast_to(g, e.shape) if g.shape == () else g
+    nan = np.isnan(g)
+    diff = np.abs(g - e)
+    ok = (diff <= atol + rtol * np.abs(e)) & ~nan
+    ok |= np.isinf(e) & (g == e)
+    if ok.all():
+        return
+    bad = np.argwhere(~ok)
+    first = tuple(int(i) for i in bad[0])
+    where = f" at index {first}" if e.ndim else ""
+    detail = (
+        f"{name}: values differ{where}: expected {_fmt(e[first])}, got {_fmt(g[first])}"
+        if e.ndim
+        else f"{name}: expected {_fmt(float(e))}, got {_fmt(float(g))}"
+    )
+    if e.ndim:
+        finite = ~nan & np.isfinite(diff)
+        max_diff = float(diff[finite].max()) if finite.any() else float("nan")
+        detail += f" ({len(bad)} of {e.size} entries differ; largest difference {max_diff:.3g}"
+        detail += f"; {int(nan.sum())} are NaN)" if nan.any() else ")"
+    raise AssertionError(detail)
+
+
+def check_equal(got: Any, expected: Any, *, name: str = "output") -> None:
+    """Fail unless ``got == expected`` exactly (numbers, strings, tuples, dicts, int arrays)."""
+    if hasattr(expected, "shape") and _shape(expected) != ():
+        check_shape(got, _shape(expected), name=name)
+        g, e = _to_numpy(got), _to_numpy(expected)
+        if not np.array_equal(g, e):
+            first = tuple(int(i) for i in np.argwhere(g != e)[0])
+            raise AssertionError(
+                f"{name}: differs at index {first}: expected {e[first]!r}, got {g[first]!r} "
+                f"({int((g != e).sum())} of {e.size} entries differ)"
+            )
+        return
+    if type(got) is not type(expected) and not (
+        isinstance(got, (int, float, np.number)) and isinstance(expected, (int, float, np.number))
+    ):
+        raise AssertionError(
+            f"{name}: expected a {type(expected).__name__} equal to {expected!r}, "
+            f"got a {_kind(got)}: {got!r:.120}"
+        )
+    if got != expected:
+        raise AssertionError(f"{name}: expected {expected!r}, got {got!r:.200}")
+
+
+def check_raises(
+    exception: type[BaseException],
+    fn: Callable[..., Any],
+    *args: Any,
+    match: str | None = None,
+    name: str | None = None,
+    **kwargs: Any,
+) -> BaseException:
+    """Fail unless ``fn(*args, **kwargs)`` raises ``exception`` (with ``match`` in its message).
+
+    Returns the exception so a test can look at it further.
+    """
+    label = name or getattr(fn, "__name__", "the call")
+    try:
+        fn(*args, **kwargs)
+    except exception as err:
+        if match is not None and not re.search(match, str(err)):
+            raise AssertionError(
+                f"{label}: raised {type(err).__name__} as it should, but its message "
+                f"{str(err)!r} does not mention {match!r}"
+            ) from None
+        return err
+    except NotImplementedError:
+        raise
+    except Exception as err:  # noqa: BLE001 - we report the wrong exception
+        raise AssertionError(
+            f"{label}: expected {exception.__name__}, but it raised "
+            f"{type(err).__name__}: {err}"
+        ) from None
+    raise AssertionError(f"{label}: expected {exception.__name__}, but nothing was raised")
+
+
+def check_rows_sum_to_one(weights: Any, *, name: str = "attention weights", atol: float = 1e-5) -> None:
+    """Fail unless every row (last axis) of ``weights`` is non-negative and sums to 1."""
+    w = _to_numpy(weights).astype(np.float64)
+    check_finite(weights, name=name)
+    if (w < -atol).any():
+        idx = tuple(int(i) for i in np.argwhere(w < -atol)[0])
+        raise AssertionError(f"{name}: weights must be non-negative; entry {idx} is {w[idx]:.6g}")
+    sums = w.sum(axis=-1)
+    bad = np.abs(sums - 1.0) > atol
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AssertionError(
+            f"{name}: every row must sum to 1 over the last axis (the keys); "
+            f"row {idx} sums to {sums[idx]:.6g}"
+        )
+
+
+def check_choice(answer: Any, choices: str, *, name: str) -> str:
+    """Fail unless ``answer`` is one letter among ``choices`` (case-insensitive); return it lower-cased."""
+    if not isinstance(answer, str) or answer.strip().lower() not in choices.lower():
+        raise AssertionError(
+            f"{name}: the answer must be one of {', '.join(repr(c) for c in choices)} (a string), "
+            f"got {answer!r}"
+        )
+    return answer.strip().lower()
+
+
+__all__ = [
+    "check_type",
+    "check_shape",
+    "check_dtype",
+    "check_device",
+    "check_finite",
+    "check_close",
+    "check_equal",
+    "check_raises",
+    "check_rows_sum_to_one",
+    "check_choice",
+]
+

@@ -1,0 +1,102 @@
+"""Read, modify and execute the course's nbgrader notebooks from tests.
+
+A notebook is graded the way nbgrader grades it: a test cell (``nbgrader.grade`` true
+and ``solution`` false) passes when executing it raises nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def assignments() -> list[str]:
+    """Names of the assignments, in course order (the folder names under ``solutions/``)."""
+    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+
+def source_notebook(assignment: str) -> Path:
+    """The one source notebook of ``assignment``."""
+    (path,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+    return path
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_test_cell(cell) -> bool:
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def is_solution_cell(cell) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def grade_ids(nb, predicate) -> list[str]:
+    return [nbgrader_meta(c)["grade_id"] for c in nb.cells if predicate(c)]
+
+
+def with_cell_source(nb, grade_id: str, source: str):
+    """A copy of ``nb`` whose cell ``grade_id`` holds ``source`` instead."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade_id") == grade_id:
+            cell.source = source
+            return nb
+    raise KeyError(f"no cell with grade_id {grade_id!r}")
+
+
+@dataclasses.dataclass
+class Run:
+    """What executing a notebook gave: each test cell's error (None when it passed)."""
+
+    tests: dict[str, str | None]
+    other_errors: dict[str, str]
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return {k: v for k, v in self.tests.items() if v is not None}
+
+
+def _error_of(cell) -> str | None:
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return f"{out['ename']}: {out['evalue']}"
+    return None
+
+
+def run(nb, cwd: Path, timeout: int = 600) -> Run:
+    """Execute ``nb`` top to bottom with errors allowed and report every test cell."""
+    nb = copy.deepcopy(nb)
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    client.execute()
+    tests, others = {}, {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        err = _error_of(cell)
+        if is_test_cell(cell):
+            tests[nbgrader_meta(cell)["grade_id"]] = err
+        elif err is not None:
+            others[nbgrader_meta(cell).get("grade_id", f"cell {i}")] = err
+    return Run(tests=tests, other_errors=others)

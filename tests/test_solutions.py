@@ -1,0 +1,47 @@
+"""Every source notebook runs top to bottom with every test passing, hidden ones included,
+and follows the course's nbgrader conventions."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+import notebook_tools as nbt
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", nbt.assignments())
+def test_solution_notebook_passes_all_tests(assignment):
+    path = nbt.source_notebook(assignment)
+    run = nbt.run(nbt.read(path), cwd=path.parent)
+    assert run.tests, "the notebook has no test cells"
+    assert not run.failed, f"failing tests: {run.failed}"
+    assert not run.other_errors, f"cells outside the tests raised: {run.other_errors}"
+
+
+@pytest.mark.parametrize("assignment", nbt.assignments())
+def test_notebook_follows_the_conventions(assignment):
+    nb = nbt.read(nbt.source_notebook(assignment))
+    seen = set()
+    for cell in nb.cells:
+        meta = nbt.nbgrader_meta(cell)
+        if not meta:
+            continue
+        gid = meta["grade_id"]
+        assert gid not in seen, f"duplicate grade_id {gid}"
+        seen.add(gid)
+        if nbt.is_solution_cell(cell):
+            assert cell.cell_type == "code", f"{gid}: solution cells are code cells"
+            assert "### BEGIN SOLUTION" in cell.source, f"{gid}: no solution region"
+            tree = ast.parse(cell.source)
+            defined = [
+                n.name if isinstance(n, (ast.FunctionDef, ast.ClassDef)) else n.targets[0].id
+                for n in tree.body
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign))
+            ]
+            assert defined == [gid], f"solution cell {gid} must define exactly {gid}, defines {defined}"
+        if nbt.is_test_cell(cell):
+            assert gid.startswith("test_"), f"test cell {gid} must be named test_<exercise>"
+            assert meta.get("points", 0) > 0, f"{gid}: a test cell must carry points"
+            assert meta.get("locked"), f"{gid}: test cells are locked"
