@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from autograder import course
+from autograder import course, grade
+from autograder.limits import Limits
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -14,6 +16,15 @@ def _parser() -> argparse.ArgumentParser:
 
     release = sub.add_parser("release", help="regenerate notebooks/ from solutions/")
     release.add_argument("assignments", nargs="*", help="assignment names (default: all)")
+
+    defaults = Limits()
+    grading = sub.add_parser("grade", help="grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb")
+    grading.add_argument("submissions", type=Path)
+    grading.add_argument("--out", type=Path, required=True, help="folder for grades.csv, report.json, feedback/")
+    grading.add_argument("--db", default=None, help="SQLAlchemy URL of the gradebook (default: SQLite in OUT/course)")
+    grading.add_argument("--cell-timeout", type=int, default=defaults.cell_timeout_s, help="seconds per cell")
+    grading.add_argument("--notebook-timeout", type=int, default=defaults.notebook_timeout_s, help="seconds per notebook")
+    grading.add_argument("--memory-mb", type=int, default=defaults.memory_mb, help="memory per submission, MiB")
     return parser
 
 
@@ -29,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
             for path in course.release(names):
                 print(f"wrote {path.relative_to(course.REPO)}")
+        elif args.command == "grade":
+            limits = Limits(args.cell_timeout, args.notebook_timeout, args.memory_mb)
+            results = grade.grade(args.submissions, args.out, db_url=args.db, limits=limits)
+            total = sum(r.score for r in results)
+            print(f"graded {len(results)} submissions ({total:g} points); wrote {args.out / 'grades.csv'}")
     except course.GradingError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -26,19 +26,32 @@ def source_notebooks(assignment: str) -> list[Path]:
     return sorted((SOLUTIONS / assignment).glob("*.ipynb"))
 
 
-def nbgrader(root: Path, *args: str, db_url: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """Run one nbgrader command over the course folder ``root``.
+# What a learner sees in place of each solution region.
+CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("not written yet: replace this line with your code")'
 
-    Every setting is passed on the command line so that no ``nbgrader_config.py``
-    lying around (in the instructor's home or the current folder) changes a grade.
-    """
-    cmd = [
-        sys.executable, "-m", "nbgrader", *args,
-        f"--CourseDirectory.root={root}",
-        f"--CourseDirectory.db_url={db_url}",
-        "--log-level=WARN",
-        *extra,
-    ]
+
+def write_config(root: Path, db_url: str) -> None:
+    """Write the course folder's ``nbgrader_config.py``: the only configuration nbgrader
+    reads (``JUPYTER_CONFIG_DIR`` points inside ``root``, so no instructor-wide file applies)."""
+    root.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "CourseDirectory.root": str(root),
+        "CourseDirectory.db_url": db_url,
+        "ClearSolutions.code_stub": {"python": CODE_STUB},
+    }
+    lines = ["c = get_config()  # noqa: F821 - provided by traitlets"]
+    lines += [f"c.{key} = {value!r}" for key, value in settings.items()]
+    (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
+
+
+def nbgrader(
+    root: Path,
+    *args: str,
+    preexec_fn=None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
+    """Run one nbgrader command in the course folder ``root`` (see :func:`write_config`)."""
+    cmd = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
     # nbgrader calls the ``alembic`` command of its own environment.
     bindir = str(Path(sys.executable).parent)
     env = {
@@ -46,10 +59,22 @@ def nbgrader(root: Path, *args: str, db_url: str, extra: tuple[str, ...] = ()) -
         "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
         "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
     }
-    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    try:
+        return subprocess.run(
+            cmd, cwd=root, env=env, capture_output=True, text=True, preexec_fn=preexec_fn, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"[nbgrader | ERROR] ran past the {timeout:g} s limit")
 
 
-def generate(root: Path, assignment: str, db_url: str) -> None:
+def last_error(done: subprocess.CompletedProcess) -> str:
+    """The most telling line of a failed nbgrader run's log."""
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "ERROR" in line or "Error" in line]
+    return (errors or lines or [""])[-1][:500]
+
+
+def generate(root: Path, assignment: str) -> None:
     """Copy ``assignment``'s source notebooks into ``root/source`` and run
     ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
     the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
@@ -59,19 +84,20 @@ def generate(root: Path, assignment: str, db_url: str) -> None:
         old.unlink()
     for path in source_notebooks(assignment):
         shutil.copy2(path, source / path.name)
-    done = nbgrader(root, "generate_assignment", assignment, "--force", db_url=db_url)
+    done = nbgrader(root, "generate_assignment", assignment, "--force")
     if done.returncode != 0:
         raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")
 
 
-def release(assignments_: list[str]) -> list[Path]:
-    """Regenerate ``notebooks/<assignment>/`` from ``solutions/<assignment>/``."""
+def release(assignments_: list[str], target_dir: Path = NOTEBOOKS) -> list[Path]:
+    """Regenerate ``target_dir/<assignment>/`` (``notebooks/`` by default) from ``solutions/<assignment>/``."""
     written = []
     with tempfile.TemporaryDirectory(prefix="attention-release-") as tmp:
         root = Path(tmp)
+        write_config(root, db_url=f"sqlite:///{root / 'gradebook.db'}")
         for assignment in assignments_:
-            generate(root, assignment, db_url=f"sqlite:///{root / 'gradebook.db'}")
-            target = NOTEBOOKS / assignment
+            generate(root, assignment)
+            target = target_dir / assignment
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(root / "release" / assignment, target)

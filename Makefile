@@ -1,0 +1,51 @@
+# Every target installs what it needs first, so each works on a fresh clone.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+
+SUBMISSIONS ?=
+OUT ?= out
+
+.PHONY: install browser book test test-fast release grade clean
+
+# The Python environment: pinned versions from requirements.txt, the course package editable.
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+install: $(STAMP)
+
+# Headless Chromium and a CJK font, for the book's screenshot tests (Debian packages).
+browser:
+	@command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi -E "noto sans cjk|wenquanyi" || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-wqy-microhei >/dev/null; }
+
+# The HTML book in _build/html, warnings as errors.
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W --keep-going
+
+# Every test: unit tests, notebooks, mutants, grading end to end, the book.
+test: $(STAMP) browser
+	$(BIN)/pytest -n $(JOBS) --dist loadgroup
+
+# The quick tests only (no notebook runs, no book build).
+test-fast: $(STAMP)
+	$(BIN)/pytest -m "not slow"
+
+# notebooks/ regenerated from solutions/ by nbgrader generate_assignment.
+release: $(STAMP)
+	$(BIN)/python -m autograder release
+
+# make grade SUBMISSIONS=<dir> OUT=<dir>
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir>" >&2; exit 2; }
+	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)"
+
+clean:
+	rm -rf _build $(OUT) .pytest_cache
