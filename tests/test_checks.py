@@ -1,0 +1,74 @@
+"""The checks the exercise tests call: they pass what is right and explain what is wrong."""
+
+import numpy as np
+import pytest
+import torch
+
+from attention_course import checks
+
+
+def _message(fn, *args, **kwargs) -> str:
+    with pytest.raises(AssertionError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+def test_check_close_passes_equal_values():
+    checks.check_close(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]))
+    checks.check_close(torch.ones(2, 3), torch.ones(2, 3))
+    checks.check_close(0.5, 0.5)
+    checks.check_close(np.float64(0.5), 0.5)
+
+
+def test_check_close_names_shape_value_and_nan():
+    assert "wrong shape: expected (2, 3), got (3, 2)" in _message(
+        checks.check_close, np.zeros((3, 2)), np.zeros((2, 3)), name="w"
+    )
+    msg = _message(checks.check_close, np.array([[0.0, 1.0]]), np.array([[0.0, 2.0]]), name="w")
+    assert "index (0, 1)" in msg and "expected 2" in msg and "got 1" in msg
+    assert "NaN" in _message(checks.check_close, np.array([np.nan, 1.0]), np.array([0.0, 1.0]))
+
+
+def test_check_close_checks_kind_dtype_and_device():
+    assert "torch.Tensor" in _message(checks.check_close, np.zeros(2), torch.zeros(2))
+    assert "numpy.ndarray" in _message(checks.check_close, torch.zeros(2), np.zeros(2))
+    assert "dtype" in _message(checks.check_close, torch.zeros(2, dtype=torch.float64), torch.zeros(2))
+    checks.check_close(torch.zeros(2, dtype=torch.float64), torch.zeros(2), exact_dtype=False)
+
+
+def test_check_close_accepts_matching_infinities():
+    checks.check_close(np.array([-np.inf, 1.0]), np.array([-np.inf, 1.0]))
+    _message(checks.check_close, np.array([np.inf]), np.array([-np.inf]))
+
+
+def test_check_equal_and_choice():
+    checks.check_equal((2, 3), (2, 3))
+    assert "expected 'b'" in _message(checks.check_equal, "a", "b", name="answer")
+    assert checks.check_choice(" B ", "abcd", name="q") == "b"
+    assert "one of" in _message(checks.check_choice, None, "abcd", name="q")
+
+
+def test_check_raises():
+    def bad(x):
+        raise ValueError(f"shapes (2, 3) and (4,) do not match: {x}")
+
+    checks.check_raises(ValueError, bad, 1, match="shapes")
+    assert "does not mention" in _message(checks.check_raises, ValueError, bad, 1, match="dtype")
+    assert "nothing was raised" in _message(checks.check_raises, ValueError, lambda: None)
+    assert "it raised TypeError" in _message(checks.check_raises, ValueError, lambda: 1 + "a")
+    with pytest.raises(NotImplementedError):  # a stub is reported as a stub, not as a wrong error
+        checks.check_raises(ValueError, lambda: (_ for _ in ()).throw(NotImplementedError()))
+
+
+def test_rows_sum_to_one():
+    checks.check_rows_sum_to_one(np.full((2, 4), 0.25))
+    assert "row (1,)" in _message(checks.check_rows_sum_to_one, np.array([[0.5, 0.5], [0.5, 0.6]]))
+    assert "non-negative" in _message(checks.check_rows_sum_to_one, np.array([[1.5, -0.5]]))
+
+
+def test_shape_type_device_finite():
+    checks.check_shape(np.zeros((2, 3)), (2, 3))
+    assert "expected an array" in _message(checks.check_shape, [1, 2], (2,))
+    assert "expected a int" in _message(checks.check_type, "x", int)
+    checks.check_device(torch.zeros(1), "cpu")
+    assert "the first is at index (1,)" in _message(checks.check_finite, np.array([0.0, np.inf]))
