@@ -39,8 +39,14 @@ def write_config(root: Path, db_url: str) -> None:
         "CourseDirectory.db_url": db_url,
         "ClearSolutions.code_stub": {"python": CODE_STUB},
     }
-    lines = ["c = get_config()  # noqa: F821 - provided by traitlets"]
+    lines = [
+        "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
+        "from nbgrader.preprocessors import GetGrades",
+        "from autograder.feedback import HideHiddenTests",
+        "c = get_config()  # noqa: F821 - provided by traitlets",
+    ]
     lines += [f"c.{key} = {value!r}" for key, value in settings.items()]
+    lines.append("c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]")
     (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
 
 
@@ -60,46 +66,22 @@ def nbgrader(
         "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
     }
     try:
-        return subprocess.run(
+        done = subprocess.run(
             cmd, cwd=root, env=env, capture_output=True, text=True, preexec_fn=preexec_fn, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(cmd, 124, "", f"[nbgrader | ERROR] ran past the {timeout:g} s limit")
+    # nbgrader logs a broken config file and goes on without it; a grade must never
+    # depend on settings that silently did not apply.
+    if "Exception while loading config file" in done.stderr:
+        raise GradingError(f"nbgrader could not load {root / 'nbgrader_config.py'}:\n{done.stderr.strip()}")
+    return done
 
 
 def last_error(done: subprocess.CompletedProcess) -> str:
-    """The most telling line of a failed nbgrader run's log."""
+    """The most telling line of a failed nbgrader run's log (its own words, not a traceback)."""
+    generic = ("Traceback", "Please see", "There was an error processing", "error(s) occurred")
     lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if "ERROR" in line or "Error" in line]
-    return (errors or lines or [""])[-1][:500]
-
-
-def generate(root: Path, assignment: str) -> None:
-    """Copy ``assignment``'s source notebooks into ``root/source`` and run
-    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
-    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
-    source = root / "source" / assignment
-    source.mkdir(parents=True, exist_ok=True)
-    for old in source.glob("*.ipynb"):
-        old.unlink()
-    for path in source_notebooks(assignment):
-        shutil.copy2(path, source / path.name)
-    done = nbgrader(root, "generate_assignment", assignment, "--force")
-    if done.returncode != 0:
-        raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")
-
-
-def release(assignments_: list[str], target_dir: Path = NOTEBOOKS) -> list[Path]:
-    """Regenerate ``target_dir/<assignment>/`` (``notebooks/`` by default) from ``solutions/<assignment>/``."""
-    written = []
-    with tempfile.TemporaryDirectory(prefix="attention-release-") as tmp:
-        root = Path(tmp)
-        write_config(root, db_url=f"sqlite:///{root / 'gradebook.db'}")
-        for assignment in assignments_:
-            generate(root, assignment)
-            target = target_dir / assignment
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(root / "release" / assignment, target)
-            written.extend(sorted(target.glob("*.ipynb")))
-    return written
+    errors = [ln for ln in lines if "| ERROR]" in ln and not any(g in ln for g in generic)]
+    chosen = (errors or lines or [""])[0]
+    return chosen.split("| ERROR] ", 1)[-1][:500]

@@ -26,6 +26,7 @@ import nbformat
 from nbgrader.api import Gradebook
 
 from autograder import course
+from autograder.feedback import localise_mathjax
 from autograder.limits import Limits
 
 
@@ -204,4 +205,5 @@ def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
         shutil.rmtree(feedback)
     if (root / "feedback").exists():
         shutil.copytree(root / "feedback", feedback)
+        localise_mathjax(feedback)
 

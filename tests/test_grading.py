@@ -5,7 +5,9 @@ gets one clear line and a non-zero exit."""
 from __future__ import annotations
 
 import csv
+import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import sys
 import pytest
 
 from autograder import course
+from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, visible_part
 
 import notebook_tools as nbt
 
@@ -71,16 +74,43 @@ def test_report_lists_every_test_cell(graded):
         else:
             for t in entry["tests"]:
                 assert not t["passed"] and t["points"] == 0
-                assert "NotImplementedError" in t["error"], t
+                # a stub raises; an unanswered question leaves its answer undefined
+                assert t["error"].startswith(("NotImplementedError", "NameError")), t
+
+
+def _hidden_lines(assignment: str) -> list[str]:
+    """The lines found only in the hidden tests of ``assignment`` and long enough to be telling."""
+    hidden, shown = set(), set()
+    for path in course.source_notebooks(assignment):
+        for cell in nbt.read(path).cells:
+            parts = cell.source.split(HIDDEN_BEGIN)
+            shown.update(ln.strip() for ln in parts[0].splitlines())
+            for part in parts[1:]:
+                region, _, after = part.partition("### END HIDDEN TESTS")
+                hidden.update(ln.strip() for ln in region.splitlines() if len(ln.strip()) >= 16)
+                shown.update(ln.strip() for ln in after.splitlines())
+    return sorted(hidden - shown)
 
 
 @pytest.mark.slow
-def test_feedback_page_per_submission(graded):
+def test_feedback_page_per_submission_without_hidden_tests(graded):
     for assignment in course.assignments():
+        hidden = _hidden_lines(assignment)
+        assert hidden, f"{assignment} has no hidden tests"
         for student in ("solution", "blank"):
             pages = list((graded / "feedback" / student / assignment).glob("*.html"))
             assert len(pages) == len(course.source_notebooks(assignment))
-            assert "Score" in pages[0].read_text() or "score" in pages[0].read_text()
+            text = pages[0].read_text()
+            assert "Score" in text
+            assert not re.search(r"<script[^>]+src=\"https?://", text), "feedback loads a script from the network"
+            words = html.unescape(re.sub(r"<[^>]+>", "", text))
+            leaked = [line for line in hidden if line in words]
+            assert not leaked, f"feedback of {student}/{assignment} shows hidden test code: {leaked[:3]}"
+
+
+def test_visible_part_drops_hidden_regions():
+    source = "check(a)\n### BEGIN HIDDEN TESTS\ncheck(secret)\n### END HIDDEN TESTS\ncheck(b)"
+    assert visible_part(source) == f"check(a)\n{HIDDEN_NOTE}\ncheck(b)"
 
 
 @pytest.mark.parametrize(
