@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     grading.add_argument("--cell-timeout", type=int, default=defaults.cell_timeout_s, help="seconds per cell")
     grading.add_argument("--notebook-timeout", type=int, default=defaults.notebook_timeout_s, help="seconds per notebook")
     grading.add_argument("--memory-mb", type=int, default=defaults.memory_mb, help="memory per submission, MiB")
+    grading.add_argument("--processes", type=int, default=defaults.processes, help="processes per submission")
+    grading.add_argument("--disk-mb", type=int, default=defaults.disk_mb, help="private disk per submission, MiB")
+    grading.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: cores)")
     return parser
 
 
@@ -41,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
             for path in course.release(names):
                 print(f"wrote {path.relative_to(course.REPO)}")
         elif args.command == "grade":
-            limits = Limits(args.cell_timeout, args.notebook_timeout, args.memory_mb)
-            results = grade.grade(args.submissions, args.out, db_url=args.db, limits=limits)
+            limits = Limits(
+                cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                memory_mb=args.memory_mb, processes=args.processes, disk_mb=args.disk_mb,
+            )
+            results = grade.grade(args.submissions, args.out, db_url=args.db, limits=limits, workers=args.workers)
             total = sum(r.score for r in results)
             print(f"graded {len(results)} submissions ({total:g} points); wrote {args.out / 'grades.csv'}")
     except course.GradingError as err:

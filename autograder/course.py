@@ -40,13 +40,21 @@ def write_config(root: Path, db_url: str) -> None:
         "ClearSolutions.code_stub": {"python": CODE_STUB},
     }
     lines = [
-        "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
-        "from nbgrader.preprocessors import GetGrades",
+        "from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor",
+        "from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds,",
+        "    GetGrades, LimitOutput, OverwriteCells, OverwriteKernelspec, SaveAutoGrades)",
         "from autograder.feedback import HideHiddenTests",
         "c = get_config()  # noqa: F821 - provided by traitlets",
     ]
     lines += [f"c.{key} = {value!r}" for key, value in settings.items()]
-    lines.append("c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]")
+    lines += [
+        "# The judge (autograder.judge) has run the notebook in its sandbox and written each",
+        "# test's verdict as the cell's output; nbgrader keeps the books: no ClearOutput, no Execute.",
+        "c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]",
+        "c.Autograde.autograde_preprocessors = [ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,",
+        "    AssignLatePenalties, CheckCellMetadata]",
+        "c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]",
+    ]
     (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
 
 
@@ -85,3 +93,34 @@ def last_error(done: subprocess.CompletedProcess) -> str:
     errors = [ln for ln in lines if "| ERROR]" in ln and not any(g in ln for g in generic)]
     chosen = (errors or lines or [""])[0]
     return chosen.split("| ERROR] ", 1)[-1][:500]
+
+
+def generate(root: Path, assignment: str) -> None:
+    """Copy ``assignment``'s source notebooks into ``root/source`` and run
+    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
+    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
+    source = root / "source" / assignment
+    source.mkdir(parents=True, exist_ok=True)
+    for old in source.glob("*.ipynb"):
+        old.unlink()
+    for path in source_notebooks(assignment):
+        shutil.copy2(path, source / path.name)
+    done = nbgrader(root, "generate_assignment", assignment, "--force")
+    if done.returncode != 0:
+        raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")
+
+
+def release(assignments_: list[str], target_dir: Path = NOTEBOOKS) -> list[Path]:
+    """Regenerate ``target_dir/<assignment>/`` (``notebooks/`` by default) from ``solutions/<assignment>/``."""
+    written = []
+    with tempfile.TemporaryDirectory(prefix="attention-release-") as tmp:
+        root = Path(tmp)
+        write_config(root, db_url=f"sqlite:///{root / 'gradebook.db'}")
+        for assignment in assignments_:
+            generate(root, assignment)
+            target = target_dir / assignment
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(root / "release" / assignment, target)
+            written.extend(sorted(target.glob("*.ipynb")))
+    return written

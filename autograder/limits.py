@@ -1,7 +1,7 @@
 """The limits every submission runs under, in one place.
 
-Change them here for the whole course, or per run with ``python -m autograder grade
---cell-timeout S --notebook-timeout S --memory-mb M``.
+Change the defaults here for the whole course, or per run with the flags of
+``python -m autograder grade`` (``--help`` lists them).
 """
 
 from __future__ import annotations
@@ -15,5 +15,13 @@ class Limits:
     cell_timeout_s: int = 300
     # seconds the whole notebook may run, start-up included
     notebook_timeout_s: int = 1200
-    # address space of the grading process and its kernel, in MiB
+    # address space of the student's process, in MiB
     memory_mb: int = 4096
+    # processes (and threads) the student's code may have at once
+    processes: int = 256
+    # size of the private writable /tmp (a tmpfs), and of any one file, in MiB
+    disk_mb: int = 512
+    # characters of printed output kept per cell; the rest is dropped
+    output_chars: int = 20_000
+    # threads for NumPy / PyTorch in the student's process
+    threads: int = 1

@@ -89,7 +89,8 @@ def _hidden_lines(assignment: str) -> list[str]:
                 region, _, after = part.partition("### END HIDDEN TESTS")
                 hidden.update(ln.strip() for ln in region.splitlines() if len(ln.strip()) >= 16)
                 shown.update(ln.strip() for ln in after.splitlines())
-    return sorted(hidden - shown)
+    shown_text = "\n".join(shown)
+    return sorted(line for line in hidden if line not in shown_text)
 
 
 @pytest.mark.slow

@@ -1,0 +1,390 @@
+"""The grader's side of one submission: decides every test, out of the student's reach.
+
+The submission's code runs in a sandboxed process (:mod:`autograder.runner`). The test
+cells run here, in the judge, where each name the student's cells defined is a *remote*
+stand-in: calling it, or a method of what it returned, runs the student's code over there
+and brings the result back as plain data (arrays, tensors, numbers: never pickles). The
+expected values, the comparisons and the verdicts never exist in the student's process,
+so nothing the student's code does there (replacing ``np.allclose``, the checks, the
+exception display, ``builtins``) can change them.
+
+Cells that are neither solutions nor tests (instructions, imports, data) run on both
+sides; cells tagged ``kernel-only`` (training loops, say) run only in the student's
+process and the names they define become remote stand-ins too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from autograder import sandbox, wire
+from autograder.limits import Limits
+
+KERNEL_ONLY_TAG = "kernel-only"
+
+_EXCEPTIONS = {
+    cls.__name__: cls
+    for cls in (
+        ValueError, TypeError, KeyError, IndexError, AttributeError, RuntimeError, NameError,
+        NotImplementedError, AssertionError, ZeroDivisionError, OverflowError, FloatingPointError,
+        ArithmeticError, LookupError, MemoryError, RecursionError, StopIteration, ImportError,
+        ModuleNotFoundError, UnboundLocalError,
+    )
+}
+_WARNINGS = {
+    cls.__name__: cls
+    for cls in (RuntimeWarning, UserWarning, DeprecationWarning, FutureWarning, SyntaxWarning)
+}
+
+
+class StudentProcessGone(RuntimeError):
+    """The student's process ended, was stopped, or broke the protocol."""
+
+
+def _remote_error(error: dict) -> BaseException:
+    name = str(error.get("type", "Exception"))
+    message = str(error.get("message", ""))
+    cls = _EXCEPTIONS.get(name)
+    if cls is None:
+        return RuntimeError(f"{name}: {message}")
+    return cls(message)
+
+
+class _Capped(threading.Thread):
+    """Drains a pipe, keeping the first ``limit`` bytes and counting the rest."""
+
+    def __init__(self, stream, limit: int):
+        super().__init__(daemon=True)
+        self.stream, self.limit, self.kept, self.total = stream, limit, bytearray(), 0
+
+    def run(self) -> None:
+        for chunk in iter(lambda: self.stream.read(65536), b""):
+            self.total += len(chunk)
+            room = self.limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", "replace")
+        if self.total > len(self.kept):
+            text += f"\n[... {self.total - len(self.kept)} more bytes of output dropped]"
+        return text
+
+
+class Link:
+    """The pipe pair to the student's process, with a deadline on every request."""
+
+    def __init__(self, limits: Limits, worker: int = 0):
+        self.limits = limits
+        to_child_r, self._to_child = os.pipe()
+        self._from_child, from_child_w = os.pipe()
+        argv = [sys.executable, "-m", "autograder.runner", str(to_child_r), str(from_child_w)]
+        self.process = subprocess.Popen(
+            sandbox.command(argv, limits, worker),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(to_child_r, from_child_w), start_new_session=True,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.stdout = _Capped(self.process.stdout, limits.output_chars)
+        self.stderr = _Capped(self.process.stderr, limits.output_chars)
+        self.stdout.start()
+        self.stderr.start()
+        self._buffer = b""
+        self.gone: str | None = None
+        self.deadline = time.monotonic() + limits.notebook_timeout_s
+
+    def request(self, op: str, timeout: float | None = None, **fields) -> dict:
+        if self.gone:
+            raise StudentProcessGone(self.gone)
+        message = wire.dumps({"op": op, **fields})
+        try:
+            os.write(self._to_child, message) if len(message) < 65536 else self._write_all(message)
+        except OSError:
+            self.stop("the student's process ended")
+            raise StudentProcessGone(self.gone) from None
+        limit = min(timeout or self.limits.cell_timeout_s, self.deadline - time.monotonic())
+        reply = self._read_line(time.monotonic() + max(limit, 0.0))
+        for w in reply.get("warnings", []) if op != "exec" else []:
+            warnings.warn(str(w.get("message")), _WARNINGS.get(str(w.get("category")), UserWarning))
+        return reply
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._to_child, view):]
+
+    def _read_line(self, deadline: float) -> dict:
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop(f"the student's code ran past its time limit ({self.limits.cell_timeout_s} s a cell, "
+                          f"{self.limits.notebook_timeout_s} s a notebook)")
+                raise StudentProcessGone(self.gone)
+            ready, _, _ = select.select([self._from_child], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(self._from_child, 1 << 20)
+            if not chunk:
+                code = self.process.wait()
+                self.stop(_why_it_ended(code, self.stderr.text()))
+                raise StudentProcessGone(self.gone)
+            self._buffer += chunk
+            if len(self._buffer) > wire.MAX_MESSAGE_BYTES:
+                self.stop("the student's process sent a reply over the size limit")
+                raise StudentProcessGone(self.gone)
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            return wire.loads(line)
+        except (ValueError, wire.WireError) as err:
+            self.stop(f"the student's process broke the protocol ({err})")
+            raise StudentProcessGone(self.gone) from None
+
+    def stop(self, why: str) -> None:
+        if self.gone is None:
+            self.gone = why
+        for fd in (self._to_child, self._from_child):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._to_child = self._from_child = -1
+        if self.process.poll() is None:
+            # bubblewrap's PID namespace: killing its init takes every process inside with it
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, 9)
+            self.process.wait()
+
+
+def _why_it_ended(code: int, stderr: str) -> str:
+    if code < 0 or code > 128:
+        signal = -code if code < 0 else code - 128
+        names = {9: "killed (out of memory or over a limit)", 24: "over its CPU time", 25: "over the file-size limit"}
+        return f"the student's process was {names.get(signal, f'stopped by signal {signal}')}"
+    tail = stderr.strip().splitlines()[-1:] if stderr.strip() else []
+    return f"the student's process exited with status {code}" + (f": {tail[0][:300]}" if tail else "")
+
+
+# modules whose classes a remote object may claim to be an instance of, for isinstance()
+_TRUSTED_MODULES = ("torch", "numpy", "builtins", "collections")
+
+
+class Remote:
+    """A stand-in for an object that lives in the student's process."""
+
+    __slots__ = ("_link", "_handle", "_label", "_cls")
+    __wire_handle__ = True
+
+    @property
+    def __class__(self):
+        """The first class of the remote object's MRO that exists here, so that
+        ``isinstance(remote_linear, nn.Linear)`` holds; else ``Remote``."""
+        try:
+            return object.__getattribute__(self, "_cls")
+        except AttributeError:
+            pass
+        found = Remote
+        with contextlib.suppress(Exception):
+            for qualified in self._ask("type"):
+                module, _, name = str(qualified).rpartition(".")
+                if module.split(".")[0] in _TRUSTED_MODULES and module in sys.modules:
+                    candidate = getattr(sys.modules[module], name, None)
+                    if isinstance(candidate, type) and candidate is not object:
+                        found = candidate
+                        break
+        object.__setattr__(self, "_cls", found)
+        return found
+
+    def __init__(self, link: Link, handle: int, label: str):
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "_label", label)
+
+    def _ask(self, op: str, **fields):
+        link = object.__getattribute__(self, "_link")
+        reply = link.request(op, handle=object.__getattribute__(self, "_handle"), **fields)
+        if not reply.get("ok"):
+            raise _remote_error(reply.get("error", {}))
+        label = object.__getattribute__(self, "_label")
+        return wire.decode(reply.get("value"), lambda key: Remote(link, key, f"{label}(…)"))
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._ask("getattr", name=name)
+
+    def __setattr__(self, name: str, value) -> None:
+        self._ask("setattr", name=name, value=_encode(value))
+
+    def __call__(self, *args, **kwargs):
+        return self._ask("call", args=_encode(list(args)), kwargs=_encode(dict(kwargs)))
+
+    def __getitem__(self, key):
+        return self._ask("getitem", key=_encode(key))
+
+    def __len__(self) -> int:
+        return self._ask("len")
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(self._ask("iter"))
+
+    def __repr__(self) -> str:
+        return f"<remote {object.__getattribute__(self, '_label')}>"
+
+
+def _encode(value):
+    def handle(obj) -> int:
+        if type(obj) is Remote:
+            return object.__getattribute__(obj, "_handle")
+        raise TypeError(f"a {type(obj).__name__} cannot be passed to the submission's code")
+
+    return wire.encode(value, handle)
+
+
+@dataclasses.dataclass
+class CellResult:
+    index: int  # the cell's position in the assembled notebook
+    grade_id: str
+    kind: str  # "test", "solution" or "other"
+    error: dict | None  # {"type", "message"} when the cell failed
+
+
+class Judge:
+    """Runs one assembled notebook: student cells over there, tests here."""
+
+    def __init__(self, limits: Limits, worker: int = 0):
+        self.limits = limits
+        self.link = Link(limits, worker)
+        self.namespace: dict = {"__name__": "__main__"}
+
+    def _bind(self, names: list[str]) -> None:
+        """Make the student's globals ``names`` visible here: data by value, objects as remotes."""
+        for name in names:
+            if name.startswith("_"):
+                continue
+            try:
+                reply = self.link.request("global", name=name)
+            except StudentProcessGone:
+                return
+            if reply.get("ok"):
+                self.namespace[name] = wire.decode(
+                    reply.get("value"), lambda key, name=name: Remote(self.link, key, name)
+                )
+
+    def _in_student(self, source: str) -> tuple[list[str], dict | None]:
+        try:
+            reply = self.link.request("exec", source=source)
+        except StudentProcessGone as gone:
+            return [], {"type": "StudentProcessGone", "message": str(gone)}
+        error = None if reply.get("ok") else reply.get("error", {})
+        return [str(n) for n in reply.get("defined", [])], error
+
+    def _here(self, source: str, label: str) -> dict | None:
+        with _mirrored_seeds(self.link), warnings.catch_warnings():
+            try:
+                exec(compile(source, f"<{label}>", "exec"), self.namespace)  # noqa: S102 - course code
+            except BaseException as error:  # noqa: BLE001 - a failing test is a result
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                return {"type": type(error).__name__, "message": str(error)[:4000]}
+        return None
+
+    def run(self, cells: list[dict]) -> list[CellResult]:
+        """``cells``: dicts with ``index``, ``grade_id``, ``kind`` (solution/test/other), ``source``, ``tags``."""
+        results = []
+        try:
+            for cell in cells:
+                source = _python_only(cell["source"])
+                if cell["kind"] == "test":
+                    error = self._here(source, cell["grade_id"])
+                    results.append(CellResult(cell["index"], cell["grade_id"], "test", error))
+                    continue
+                defined, error = self._in_student(cell["source"])
+                if cell["kind"] == "solution" or KERNEL_ONLY_TAG in cell.get("tags", []):
+                    self._bind(defined)
+                elif self._here(source, cell["grade_id"]) is not None:
+                    # it needs what only the student's side has: take its results from there
+                    self._bind([n for n in defined if n not in self.namespace])
+                results.append(CellResult(cell["index"], cell["grade_id"], cell["kind"], error))
+        finally:
+            self.link.stop("grading finished")
+        return results
+
+    def output(self) -> tuple[str, str]:
+        return self.link.stdout.text(), self.link.stderr.text()
+
+
+def _python_only(source: str) -> str:
+    """Course cells may use IPython magics (``%matplotlib inline``); the judge skips them."""
+    return "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+@contextlib.contextmanager
+def _mirrored_seeds(link: Link):
+    """A test that seeds the random generators here seeds the student's process too."""
+    import torch
+
+    originals = (torch.manual_seed, np.random.seed)
+
+    def torch_seed(seed):
+        with contextlib.suppress(StudentProcessGone):
+            link.request("seed", seed=int(seed))
+        return originals[0](seed)
+
+    def numpy_seed(seed=None):
+        if seed is not None:
+            with contextlib.suppress(StudentProcessGone):
+                link.request("seed", seed=int(seed))
+        return originals[1](seed)
+
+    torch.manual_seed, np.random.seed = torch_seed, numpy_seed
+    try:
+        yield
+    finally:
+        torch.manual_seed, np.random.seed = originals
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.judge JOB.json``: judge one submission and write its results.
+
+    The job holds ``cells`` (see :meth:`Judge.run`), ``limits``, ``worker`` and ``results``
+    (the path of the JSON file to write). Run in a process of its own per submission, so
+    that the state a test leaves behind (seeds, warning filters) never reaches another.
+    """
+    import io
+    import json
+
+    job = json.loads(open((argv or sys.argv[1:])[0]).read())
+    limits = Limits(**job["limits"])
+    started = time.monotonic()
+    judge = Judge(limits, int(job.get("worker", 0)))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        results = judge.run(job["cells"])
+    stdout, stderr = judge.output()
+    payload = {
+        "cells": [dataclasses.asdict(r) for r in results],
+        "stopped": judge.link.gone if judge.link.gone != "grading finished" else None,
+        "stdout": stdout,
+        "stderr": stderr,
+        "seconds": round(time.monotonic() - started, 2),
+    }
+    tmp = job["results"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(payload, f)
+    os.replace(tmp, job["results"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The student's side: runs inside the sandbox, executes the submission's cells and
+answers the judge's requests about the objects they defined.
+
+Started as ``python -m autograder.runner IN OUT``; it reads requests from file descriptor
+IN and writes replies to file descriptor OUT (see :mod:`autograder.wire`). Standard output and
+error are the student's: the judge reads them, keeps the first characters and drops the
+rest. Nothing here is trusted by the judge: a reply is data the judge checks, never a
+verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import traceback
+import types
+import warnings
+
+from autograder import wire
+
+# at most this many items are taken from an iterator a method returned
+MAX_ITEMS = 100_000
+
+
+class Runner:
+    def __init__(self) -> None:
+        self.objects: dict[int, object] = {}
+        self.namespace: dict[str, object] = {"__name__": "__main__"}
+        self.shell = None
+
+    # ----- handles
+    def handle(self, obj: object) -> int:
+        key = id(obj)
+        self.objects[key] = obj
+        return key
+
+    def resolve(self, key: int) -> object:
+        try:
+            return self.objects[key]
+        except KeyError:
+            raise wire.WireError(f"unknown handle {key}") from None
+
+    def out(self, value: object) -> object:
+        if isinstance(value, (types.GeneratorType, map, filter, zip, enumerate)) or (
+            hasattr(value, "__next__") and hasattr(value, "__iter__")
+        ):
+            items = []
+            for item in value:
+                items.append(item)
+                if len(items) >= MAX_ITEMS:
+                    break
+            value = items
+        return wire.encode(value, self.handle)
+
+    # ----- cells
+    def execute(self, source: str) -> dict:
+        before = set(self.namespace)
+        if self.shell is None:
+            from IPython.core.interactiveshell import InteractiveShell
+
+            self.shell = InteractiveShell.instance(user_ns=self.namespace)
+        result = self.shell.run_cell(source, store_history=False, silent=True)
+        defined = sorted(set(self.namespace) - before - {"_", "__", "___"})
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:
+            return {"ok": False, "error": _describe(error), "defined": defined}
+        return {"ok": True, "defined": defined}
+
+    # ----- requests
+    def serve(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "exec":
+            return self.execute(str(request["source"]))
+        if op == "seed":
+            seed = int(request["seed"])
+            random.seed(seed)
+            import numpy as np
+
+            np.random.seed(seed % 2**32)
+            if "torch" in sys.modules:
+                sys.modules["torch"].manual_seed(seed)
+            return {"ok": True, "value": None}
+        if op == "free":
+            for key in request.get("handles", []):
+                self.objects.pop(int(key), None)
+            return {"ok": True, "value": None}
+        decode = lambda v: wire.decode(v, self.resolve)  # noqa: E731
+        if op == "global":
+            name = str(request["name"])
+            if name not in self.namespace:
+                raise NameError(f"name {name!r} is not defined")
+            return {"ok": True, "value": self.out(self.namespace[name])}
+        target = self.resolve(int(request["handle"]))
+        if op == "getattr":
+            return {"ok": True, "value": self.out(getattr(target, str(request["name"])))}
+        if op == "setattr":
+            setattr(target, str(request["name"]), decode(request["value"]))
+            return {"ok": True, "value": None}
+        if op == "call":
+            args = decode(request.get("args", []))
+            kwargs = decode(request.get("kwargs", {"__dict__": {}}))
+            return {"ok": True, "value": self.out(target(*args, **kwargs))}
+        if op == "getitem":
+            return {"ok": True, "value": self.out(target[decode(request["key"])])}
+        if op == "len":
+            return {"ok": True, "value": len(target)}
+        if op == "iter":
+            return {"ok": True, "value": self.out(iter(target))}
+        if op == "repr":
+            return {"ok": True, "value": repr(target)[:2000]}
+        if op == "type":
+            return {"ok": True, "value": [f"{c.__module__}.{c.__qualname__}" for c in type(target).__mro__]}
+        raise wire.WireError(f"unknown request {op!r}")
+
+
+def _describe(error: BaseException) -> dict:
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return {"type": type(error).__name__, "message": str(error)[:4000], "traceback": text[-8000:]}
+
+
+def main() -> None:
+    requests = os.fdopen(int(sys.argv[1]), "rb", buffering=0)
+    replies = os.fdopen(int(sys.argv[2]), "wb", buffering=0)
+    runner = Runner()
+    for line in iter(requests.readline, b""):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                reply = runner.serve(wire.loads(line))
+            except BaseException as error:  # noqa: BLE001 - every failure goes back as data
+                reply = {"ok": False, "error": _describe(error)}
+        reply["warnings"] = [
+            {"category": w.category.__name__, "message": str(w.message)[:500]} for w in caught[:20]
+        ]
+        try:
+            message = wire.dumps(reply)
+        except (TypeError, ValueError) as error:
+            message = wire.dumps({"ok": False, "error": _describe(error)})
+        replies.write(message)
+
+
+if __name__ == "__main__":
+    main()

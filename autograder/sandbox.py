@@ -1,0 +1,129 @@
+"""The box a submission's code runs in.
+
+Bubblewrap (Debian's ``bubblewrap``) gives the student process its own view of the
+machine: the system, the Python environment and the course package read-only; a small
+private writable ``/tmp`` (a tmpfs, so a full disk is impossible); no network (a new,
+empty network namespace: not even loopback); its own PID namespace, so it can signal
+nothing outside and everything it started dies with it; no solutions, no gradebook, no
+other submissions (they are simply not there). Resource limits (address space,
+processes, file size, CPU seconds) are set with ``prlimit`` just before Python starts.
+
+When the grader runs as root, the student process also drops to an unprivileged user
+id of its own (one per worker, so process limits are per submission); as an ordinary
+user, bubblewrap uses a user namespace and the process keeps the instructor's id, which
+the mount view already confines.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from autograder.limits import Limits
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = [REPO / "attention_course", REPO / "autograder"]
+# unprivileged user ids for student processes when the grader is root: one per worker
+FIRST_UID = 61000
+
+
+class SandboxUnavailable(RuntimeError):
+    """Bubblewrap is missing or cannot create namespaces here."""
+
+
+def bwrap_path() -> str:
+    path = shutil.which("bwrap")
+    if path is None:
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap` (make install-sandbox)"
+        )
+    return path
+
+
+def _system_binds() -> list[str]:
+    args = []
+    for top in ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    return args
+
+
+def _python_binds() -> list[str]:
+    """The interpreter's installation and the virtual environment, read-only."""
+    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix), *PACKAGES}
+    args, made = [], set()
+    for root in sorted(roots, key=lambda p: len(str(p))):
+        if str(root).startswith(("/usr/", "/lib")):
+            continue
+        # parents the box must create, traversable by the unprivileged user
+        for parent in reversed(root.parents):
+            if str(parent) != "/" and parent not in made and parent not in roots:
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        args += ["--ro-bind", str(root), str(root)]
+    return args
+
+
+def _gpu_binds() -> list[str]:
+    args = []
+    for dev in sorted(glob.glob("/dev/nvidia*")):
+        args += ["--dev-bind", dev, dev]
+    return args
+
+
+def command(argv: list[str], limits: Limits, worker: int = 0) -> list[str]:
+    """The command line that runs ``argv`` inside the box, with ``/tmp/work`` as its folder."""
+    root = os.geteuid() == 0
+    box = [
+        bwrap_path(),
+        # root keeps the real user ids (to drop to an unprivileged one below); anyone
+        # else gets a user namespace
+        *(["--unshare-user"] if not root else []),
+        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        # only what setpriv needs to become the unprivileged user; gone after it does
+        *(["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if root else []),
+        "--clearenv",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        *_system_binds(),
+        *_python_binds(),
+        *_gpu_binds(),
+        "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", "/tmp",
+        "--dir", "/tmp/work",
+        "--chdir", "/tmp/work",
+        "--setenv", "HOME", "/tmp/work",
+        "--setenv", "PATH", f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "--setenv", "MPLBACKEND", "Agg",
+        "--setenv", "MPLCONFIGDIR", "/tmp/work/.matplotlib",
+        "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+        "--setenv", "PYTHONUNBUFFERED", "1",
+        "--setenv", "OMP_NUM_THREADS", str(limits.threads),
+        "--setenv", "MKL_NUM_THREADS", str(limits.threads),
+    ]
+    if root:
+        box += ["--chmod", "1777", "/tmp", "--chmod", "0777", "/tmp/work"]
+    rlimits = [
+        "prlimit",
+        f"--as={limits.memory_mb * 1024 * 1024}",
+        f"--nproc={limits.processes}",
+        f"--fsize={limits.disk_mb * 1024 * 1024}",
+        f"--cpu={limits.notebook_timeout_s}",
+        "--core=0",
+        "--",
+    ]
+    drop = []
+    if root:
+        uid = str(FIRST_UID + worker)
+        drop = [
+            "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+        ]
+    return [*box, "--", *drop, *rlimits, *argv]

@@ -1,0 +1,175 @@
+"""The messages between the judge and the sandboxed student process.
+
+One message is one line of JSON. Arrays and tensors travel as base64 bytes with their
+dtype, shape and device; nothing is ever unpickled, so a message from student code can
+carry data but never code. Objects that cannot travel by value stay where they live and
+travel as a numbered *handle*.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Callable
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - torch is installed with the course
+    torch = None
+
+# the largest message accepted from the student process (an answer, not a data set)
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+_NUMPY_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+}
+_TORCH_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+}
+
+
+class WireError(Exception):
+    """A message that does not follow the protocol."""
+
+
+def encode(value: Any, make_handle: Callable[[Any], int]) -> Any:
+    """A JSON-able form of ``value``; objects that cannot travel become handles."""
+    if getattr(type(value), "__wire_handle__", False):  # a stand-in for a remote object
+        return {"__handle__": make_handle(value)}
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.generic) and value.dtype.name in _NUMPY_DTYPES:
+        return {"__npscalar__": value.dtype.name, "data": _b64(np.asarray(value).tobytes())}
+    if isinstance(value, int):
+        return int(value) if abs(value) < 2**62 else {"__int__": str(int(value))}
+    if isinstance(value, float):
+        return {"__float__": repr(float(value))}
+    if isinstance(value, np.ndarray) and value.dtype.name in _NUMPY_DTYPES:
+        arr = np.ascontiguousarray(value)
+        return {"__ndarray__": arr.dtype.name, "shape": list(arr.shape), "data": _b64(arr.tobytes())}
+    if torch is not None:
+        if isinstance(value, torch.Tensor) and str(value.dtype).removeprefix("torch.") in _TORCH_DTYPES:
+            t = value.detach().to("cpu").contiguous()
+            raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+            return {
+                "__tensor__": str(value.dtype).removeprefix("torch."),
+                "shape": list(t.shape),
+                "device": str(value.device),
+                "requires_grad": bool(value.requires_grad),
+                "parameter": isinstance(value, torch.nn.Parameter),
+                "data": _b64(raw.numpy().tobytes()),
+            }
+        if isinstance(value, torch.dtype):
+            return {"__dtype__": str(value).removeprefix("torch.")}
+        if isinstance(value, torch.device):
+            return {"__device__": str(value)}
+        if isinstance(value, torch.Size):
+            return {"__size__": [int(v) for v in value]}
+    if isinstance(value, slice):
+        return {"__slice__": [encode(v, make_handle) for v in (value.start, value.stop, value.step)]}
+    if value is Ellipsis:
+        return {"__ellipsis__": True}
+    if isinstance(value, tuple) and type(value) is tuple or _is_namedtuple(value):
+        return {"__tuple__": [encode(v, make_handle) for v in value]}
+    if isinstance(value, list) and type(value) is list:
+        return [encode(v, make_handle) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__dict__": {k: encode(v, make_handle) for k, v in value.items()}}
+    return {"__handle__": make_handle(value)}
+
+
+def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
+    """The inverse of :func:`encode`; handles are turned into objects by ``resolve_handle``."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, list):
+        return [decode(v, resolve_handle) for v in value]
+    if not isinstance(value, dict) or len(value) == 0:
+        raise WireError(f"unexpected value {str(value)[:80]!r}")
+    if "__float__" in value:
+        return float(value["__float__"])
+    if "__int__" in value:
+        return int(value["__int__"])
+    if "__npscalar__" in value:
+        dtype = _checked(value["__npscalar__"], _NUMPY_DTYPES)
+        return np.frombuffer(_unb64(value["data"]), dtype=dtype)[0]
+    if "__ndarray__" in value:
+        dtype = _checked(value["__ndarray__"], _NUMPY_DTYPES)
+        shape = _shape(value["shape"])
+        return np.frombuffer(_unb64(value["data"]), dtype=dtype).reshape(shape).copy()
+    if "__tensor__" in value:
+        if torch is None:
+            raise WireError("a tensor arrived but torch is not installed")
+        name = _checked(value["__tensor__"], _TORCH_DTYPES)
+        shape = _shape(value["shape"])
+        raw = _unb64(value["data"])
+        if name == "bfloat16":
+            t = torch.from_numpy(np.frombuffer(raw, dtype=np.int16).reshape(shape).copy()).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(np.frombuffer(raw, dtype=name if name != "bool" else np.bool_).reshape(shape).copy())
+        device = str(value.get("device", "cpu"))
+        if device.startswith("cuda") and torch.cuda.is_available():
+            t = t.to(device)
+        if value.get("parameter"):
+            return torch.nn.Parameter(t, requires_grad=bool(value.get("requires_grad")))
+        return t.requires_grad_(bool(value.get("requires_grad")) and t.is_floating_point())
+    if "__dtype__" in value:
+        return getattr(torch, _checked(value["__dtype__"], _TORCH_DTYPES))
+    if "__device__" in value:
+        return torch.device(str(value["__device__"]))
+    if "__size__" in value:
+        return torch.Size(_shape(value["__size__"]))
+    if "__slice__" in value:
+        return slice(*(decode(v, resolve_handle) for v in value["__slice__"]))
+    if "__ellipsis__" in value:
+        return Ellipsis
+    if "__tuple__" in value:
+        return tuple(decode(v, resolve_handle) for v in value["__tuple__"])
+    if "__dict__" in value:
+        return {str(k): decode(v, resolve_handle) for k, v in value["__dict__"].items()}
+    if "__handle__" in value:
+        return resolve_handle(int(value["__handle__"]))
+    raise WireError(f"unknown value kind {sorted(value)[:3]}")
+
+
+def dumps(message: dict) -> bytes:
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode()
+
+
+def loads(line: bytes) -> dict:
+    if len(line) > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {len(line)} bytes is over the limit")
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise WireError("a message is a JSON object")
+    return message
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _unb64(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise WireError("array data must be base64 text")
+    return base64.b64decode(text, validate=True)
+
+
+def _checked(name: Any, allowed: set[str]) -> str:
+    if name not in allowed:
+        raise WireError(f"dtype {str(name)[:40]!r} is not allowed")
+    return name
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise WireError("a shape is a list of non-negative integers")
+    return tuple(shape)
