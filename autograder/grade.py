@@ -26,7 +26,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import queue
 import resource
 import shutil
 import subprocess
@@ -127,7 +126,7 @@ def _limit_memory(megabytes: int):
     return apply
 
 
-def judge(root: Path, sub: Submission, limits: Limits, worker: int) -> Judged:
+def judge(root: Path, sub: Submission, limits: Limits) -> Judged:
     """Run the judge over every notebook of ``sub``; never raises for the submission's faults."""
     notebooks = {}
     for source_path in course.source_notebooks(sub.assignment):
@@ -140,7 +139,6 @@ def judge(root: Path, sub: Submission, limits: Limits, worker: int) -> Judged:
         job = {
             "cells": assemble.judge_cells(graded),
             "limits": dataclasses.asdict(limits),
-            "worker": worker,
             "results": str(work / f"{source_path.stem}.results.json"),
         }
         (work / f"{source_path.stem}.job.json").write_text(json.dumps(job))
@@ -273,19 +271,8 @@ def grade(
 
     ledger = Ledger(root / "ledger")
     todo = [s for s in subs if ledger.read(s) is None]
-    slots: queue.Queue[int] = queue.Queue()
-    for slot in range(workers):
-        slots.put(slot)
-
-    def run(sub: Submission) -> Judged:
-        slot = slots.get()
-        try:
-            return judge(root, sub, limits, slot)
-        finally:
-            slots.put(slot)
-
     with ThreadPoolExecutor(max_workers=workers) as pool:  # threads wait on judge processes
-        for future in as_completed([pool.submit(run, s) for s in todo]):
+        for future in as_completed([pool.submit(judge, root, s, limits) for s in todo]):
             judged = future.result()
             result = record(root, db_url, judged)  # the only writer of the gradebook
             ledger.write(judged.submission, result)

@@ -84,13 +84,13 @@ class _Capped(threading.Thread):
 class Link:
     """The pipe pair to the student's process, with a deadline on every request."""
 
-    def __init__(self, limits: Limits, worker: int = 0):
+    def __init__(self, limits: Limits):
         self.limits = limits
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         argv = [sys.executable, "-m", "autograder.runner", str(to_child_r), str(from_child_w)]
         self.process = subprocess.Popen(
-            sandbox.command(argv, limits, worker),
+            sandbox.command(argv, limits),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             pass_fds=(to_child_r, from_child_w), start_new_session=True,
         )
@@ -162,6 +162,8 @@ class Link:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, 9)
             self.process.wait()
+        for reader in (self.stdout, self.stderr):
+            reader.join(timeout=5)
 
 
 def _why_it_ended(code: int, stderr: str) -> str:
@@ -263,9 +265,9 @@ class CellResult:
 class Judge:
     """Runs one assembled notebook: student cells over there, tests here."""
 
-    def __init__(self, limits: Limits, worker: int = 0):
+    def __init__(self, limits: Limits):
         self.limits = limits
-        self.link = Link(limits, worker)
+        self.link = Link(limits)
         self.namespace: dict = {"__name__": "__main__"}
 
     def _bind(self, names: list[str]) -> None:
@@ -300,8 +302,11 @@ class Judge:
                 return {"type": type(error).__name__, "message": str(error)[:4000]}
         return None
 
-    def run(self, cells: list[dict]) -> list[CellResult]:
-        """``cells``: dicts with ``index``, ``grade_id``, ``kind`` (solution/test/other), ``source``, ``tags``."""
+    def run(self, cells: list[dict], stop_at_first_failure: bool = False) -> list[CellResult]:
+        """``cells``: dicts with ``index``, ``grade_id``, ``kind`` (solution/test/other), ``source``, ``tags``.
+
+        ``stop_at_first_failure`` serves the course's own test of its tests (a wrong
+        implementation needs to fail one test, not all), never grading."""
         results = []
         try:
             for cell in cells:
@@ -309,6 +314,8 @@ class Judge:
                 if cell["kind"] == "test":
                     error = self._here(source, cell["grade_id"])
                     results.append(CellResult(cell["index"], cell["grade_id"], "test", error))
+                    if error is not None and stop_at_first_failure:
+                        break
                     continue
                 defined, error = self._in_student(cell["source"])
                 if cell["kind"] == "solution" or KERNEL_ONLY_TAG in cell.get("tags", []):
@@ -358,7 +365,7 @@ def _mirrored_seeds(link: Link):
 def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.judge JOB.json``: judge one submission and write its results.
 
-    The job holds ``cells`` (see :meth:`Judge.run`), ``limits``, ``worker`` and ``results``
+    The job holds ``cells`` (see :meth:`Judge.run`), ``limits`` and ``results``
     (the path of the JSON file to write). Run in a process of its own per submission, so
     that the state a test leaves behind (seeds, warning filters) never reaches another.
     """
@@ -368,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     job = json.loads(open((argv or sys.argv[1:])[0]).read())
     limits = Limits(**job["limits"])
     started = time.monotonic()
-    judge = Judge(limits, int(job.get("worker", 0)))
+    judge = Judge(limits)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         results = judge.run(job["cells"])
     stdout, stderr = judge.output()

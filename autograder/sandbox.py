@@ -9,7 +9,7 @@ other submissions (they are simply not there). Resource limits (address space,
 processes, file size, CPU seconds) are set with ``prlimit`` just before Python starts.
 
 When the grader runs as root, the student process also drops to an unprivileged user
-id of its own (one per worker, so process limits are per submission); as an ordinary
+id of its own (so process limits are per submission); as an ordinary
 user, bubblewrap uses a user namespace and the process keeps the instructor's id, which
 the mount view already confines.
 """
@@ -26,8 +26,10 @@ from autograder.limits import Limits
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = [REPO / "attention_course", REPO / "autograder"]
-# unprivileged user ids for student processes when the grader is root: one per worker
+# unprivileged user ids for student processes when the grader is root: each sandbox gets
+# its own (from the judge's process id), so process limits never pool between submissions
 FIRST_UID = 61000
+UID_RANGE = 30000
 
 
 class SandboxUnavailable(RuntimeError):
@@ -76,7 +78,7 @@ def _gpu_binds() -> list[str]:
     return args
 
 
-def command(argv: list[str], limits: Limits, worker: int = 0) -> list[str]:
+def command(argv: list[str], limits: Limits) -> list[str]:
     """The command line that runs ``argv`` inside the box, with ``/tmp/work`` as its folder."""
     root = os.geteuid() == 0
     box = [
@@ -121,7 +123,7 @@ def command(argv: list[str], limits: Limits, worker: int = 0) -> list[str]:
     ]
     drop = []
     if root:
-        uid = str(FIRST_UID + worker)
+        uid = str(FIRST_UID + os.getpid() % UID_RANGE)
         drop = [
             "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",

@@ -100,3 +100,22 @@ def run(nb, cwd: Path, timeout: int = 600) -> Run:
         elif err is not None:
             others[nbgrader_meta(cell).get("grade_id", f"cell {i}")] = err
     return Run(tests=tests, other_errors=others)
+
+
+def run_judged(nb, fail_fast: bool = False) -> Run:
+    """Grade ``nb`` the way the grader does: the student's cells in the sandbox, the tests
+    in the judge (see autograder.judge). With ``fail_fast``, stop at the first failing test."""
+    from autograder.assemble import judge_cells
+    from autograder.judge import Judge
+    from autograder.limits import Limits
+
+    cells = judge_cells(nb)
+    judge = Judge(Limits())
+    results = judge.run(cells, stop_at_first_failure=fail_fast)
+    tests = {r.grade_id: _message(r.error) for r in results if r.kind == "test"}
+    others = {r.grade_id: _message(r.error) for r in results if r.kind != "test" and r.error}
+    return Run(tests=tests, other_errors=others)
+
+
+def _message(error: dict | None) -> str | None:
+    return None if error is None else f"{error['type']}: {error['message']}"

@@ -3,9 +3,11 @@
 For every exercise, ``tests/mutants/<assignment>.py`` holds plausible wrong
 implementations (``WRONG``) and differently written correct ones (``CORRECT``). Each is
 put in place of the solution cell of the same name in the source notebook, the notebook
-is executed as nbgrader would, and:
+is graded the way the grader grades it (the student's cells in the sandbox, the tests in
+the judge: autograder.judge), and:
 
-* every wrong implementation must fail at least one graded test cell;
+* every wrong implementation must fail at least one graded test cell (the run stops at
+  the first one);
 * every correct variant must pass every graded test cell.
 """
 
@@ -20,6 +22,7 @@ import notebook_tools as nbt
 
 def _load(assignment: str):
     path = nbt.ROOT / "tests" / "mutants" / f"{assignment}.py"
+    assert path.is_file(), f"{assignment} has no mutants: write tests/mutants/{assignment}.py"
     spec = importlib.util.spec_from_file_location(f"mutants_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -28,15 +31,18 @@ def _load(assignment: str):
 
 def _cases(kind: str):
     for assignment in nbt.assignments():
-        for exercise, variants in getattr(_load(assignment), kind).items():
+        if not (nbt.ROOT / "tests" / "mutants" / f"{assignment}.py").is_file():
+            continue  # test_every_exercise_has_mutants reports it
+        for exercise, variants in getattr(_load(assignment), kind, {}).items():
             for label, source in variants.items():
                 yield pytest.param(assignment, exercise, source, id=f"{assignment}-{exercise}-{label}")
 
 
-def _run_with(assignment: str, exercise: str, source: str) -> nbt.Run:
-    path = nbt.source_notebook(assignment)
-    nb = nbt.with_cell_source(nbt.read(path), exercise, source)
-    return nbt.run(nb, cwd=path.parent)
+def _run_with(assignment: str, exercise: str, source: str, fail_fast: bool) -> nbt.Run:
+    """The notebook with ``source`` in place of the solution cell ``exercise``, graded as
+    the grader grades it (sandbox and judge)."""
+    nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
+    return nbt.run_judged(nb, fail_fast=fail_fast)
 
 
 def test_every_exercise_has_mutants():
@@ -46,20 +52,30 @@ def test_every_exercise_has_mutants():
         exercises = [s for s in solutions if not s.startswith("answer_")]
         missing = [e for e in exercises if not module.WRONG.get(e)]
         assert not missing, f"{assignment}: no wrong implementations for {missing}"
-        unknown = set(module.WRONG) | set(module.CORRECT)
+        unknown = set(module.WRONG) | set(module.CORRECT) | set(getattr(module, "WRONG_IN_KERNEL", {}))
         assert unknown <= set(solutions), f"{assignment}: mutants for unknown cells {unknown - set(solutions)}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment, exercise, source", list(_cases("WRONG")))
 def test_wrong_implementation_fails_a_test(assignment, exercise, source):
-    run = _run_with(assignment, exercise, source)
+    run = _run_with(assignment, exercise, source, fail_fast=True)
     assert run.failed, f"this wrong {exercise} passed every test: {sorted(run.tests)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment, exercise, source", list(_cases("WRONG_IN_KERNEL")))
+def test_wrong_side_effect_fails_a_test_in_the_kernel(assignment, exercise, source):
+    """Mistakes that only show inside the student's own process (``WRONG_IN_KERNEL``):
+    they must fail a test where the learner runs the notebook, in one kernel."""
+    path = nbt.source_notebook(assignment)
+    run = nbt.run(nbt.with_cell_source(nbt.read(path), exercise, source), cwd=path.parent)
+    assert run.failed, f"this wrong {exercise} passed every test in the kernel"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment, exercise, source", list(_cases("CORRECT")))
 def test_correct_variant_passes_every_test(assignment, exercise, source):
-    run = _run_with(assignment, exercise, source)
+    run = _run_with(assignment, exercise, source, fail_fast=False)
     assert not run.failed, f"a correct {exercise} failed: {run.failed}"
     assert not run.other_errors, f"cells outside the tests raised: {run.other_errors}"

@@ -577,16 +577,6 @@ WRONG = {
             return scores.std().item()
             """,
         ),
-        "reseeds_global_rng": _function(
-            STD,
-            """
-            torch.manual_seed(seed)
-            q = torch.randn(num_samples, d)
-            k = torch.randn(num_samples, d)
-            scores = (q * k).sum(-1) / (math.sqrt(d) if scaled else 1.0)
-            return scores.std().item()
-            """,
-        ),
         "returns_tensor": _function(
             STD,
             """
@@ -806,4 +796,24 @@ CORRECT = {
         "package_reference": "from attention_course.attention import score_std\n",
     },
     "answer_not_a_difference": {"upper_case_with_spaces": 'answer_not_a_difference = " C "\n'},
+}
+
+
+# Wrong only through a side effect inside the student's own process: reseeding PyTorch's
+# global generator changes no returned value, so grading (which judges what the student's
+# code returns: autograder.judge) cannot see it. The visible test catches it where the
+# learner runs the notebook, in one kernel; tests/test_mutants.py checks that there.
+WRONG_IN_KERNEL = {
+    "score_std": {
+        "reseeds_global_rng": _function(
+            STD,
+            """
+            torch.manual_seed(seed)
+            q = torch.randn(num_samples, d)
+            k = torch.randn(num_samples, d)
+            scores = (q * k).sum(-1) / (math.sqrt(d) if scaled else 1.0)
+            return scores.std().item()
+            """,
+        ),
+    },
 }

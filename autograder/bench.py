@@ -1,0 +1,220 @@
+"""How fast the grader grades, against plain nbgrader: ``python -m autograder.bench`` (``make bench-grade``).
+
+Builds a batch of full-course submissions in a temporary folder: for every assignment, the
+solution notebook, the blank learner notebook, and partly correct learner notebooks (half
+of the exercises filled in with the solution, the other half left as the stub; a different
+half for each student). Then grades the same batch
+
+* with ``python -m autograder grade`` and ``--workers 1``, then ``--workers 2`` (a fresh
+  ``OUT`` each time, so nothing is resumed from a ledger): sandboxed judges, the gradebook,
+  the feedback pages, everything an instructor gets;
+* with plain nbgrader, the standard way: a course folder with ``source/`` = ``solutions/``,
+  ``nbgrader generate_assignment``, the submissions in ``submitted/``, ``nbgrader
+  autograde <assignment>`` (unsandboxed, one process, the notebooks executed in place), and
+  for the same outputs as ours, ``nbgrader generate_feedback`` on top.
+
+Prints wall seconds, submissions per minute, seconds per submission and the overhead per
+submission over plain ``nbgrader autograde``; checks that every run gives every submission
+the same score (exit status 1, and a loud message, if not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook
+
+from autograder import course
+from autograder.limits import Limits
+
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _solved(source_cell) -> str:
+    """A source solution cell as a learner who got it right would leave it: the markers gone."""
+    return "\n".join(ln for ln in source_cell.source.splitlines() if ln.strip() not in MARKERS)
+
+
+def _partly_solved(source_path: Path, learner_path: Path, keep) -> nbformat.NotebookNode:
+    """The learner notebook with the exercises for which ``keep(index)`` is true filled in."""
+    solutions = {_meta(c)["grade_id"]: c for c in nbformat.read(source_path, as_version=4).cells
+                 if _meta(c).get("solution")}
+    nb = nbformat.read(learner_path, as_version=4)
+    exercises = [c for c in nb.cells if _meta(c).get("solution")]
+    for i, cell in enumerate(exercises):
+        if keep(i, len(exercises)):
+            cell.source = _solved(solutions[_meta(cell)["grade_id"]])
+    return nb
+
+
+# student id -> which exercises (index i of n) that student solved
+PARTIAL = {
+    "partial_first_half": lambda i, n: i < n // 2,
+    "partial_second_half": lambda i, n: i >= n // 2,
+    "partial_even": lambda i, n: i % 2 == 0,
+    "partial_odd": lambda i, n: i % 2 == 1,
+}
+
+
+def build_batch(folder: Path, assignments: list[str], partial: int) -> list[tuple[str, str]]:
+    """Write ``folder/<student>/<assignment>/<notebook>.ipynb``; return the (student, assignment) pairs."""
+    students = ["solution", "blank", *list(PARTIAL)[:partial]]
+    for assignment in assignments:
+        for source in course.source_notebooks(assignment):
+            learner = course.NOTEBOOKS / assignment / source.name
+            if not learner.is_file():
+                raise course.GradingError(f"{learner} is missing: run `make release` first")
+            for student in students:
+                target = folder / student / assignment / source.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if student == "solution":
+                    shutil.copy(source, target)
+                elif student == "blank":
+                    shutil.copy(learner, target)
+                else:
+                    nbformat.write(_partly_solved(source, learner, PARTIAL[student]), target)
+    return [(s, a) for s in students for a in assignments]
+
+
+def _run(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd[:6])} ... failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return seconds
+
+
+def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, dict]:
+    seconds = _run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+                    "--workers", str(workers)], cwd=course.REPO)
+    with open(out / "grades.csv") as f:
+        scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
+    return seconds, scores
+
+
+def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: int) -> tuple[float, float, dict]:
+    """Plain nbgrader over the same batch; (autograde seconds, feedback seconds, scores).
+
+    The autograde time includes writing the course folder and ``generate_assignment``,
+    as ours does."""
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+           "JUPYTER_CONFIG_DIR": str(root / ".jupyter")}  # no instructor-wide config
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    start = time.perf_counter()
+    root.mkdir(parents=True)
+    db = root / "gradebook.db"
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        f"c.CourseDirectory.db_url = {f'sqlite:///{db}'!r}\n"
+        f"c.Execute.timeout = {cell_timeout}\n"
+    )
+    shutil.copytree(course.SOLUTIONS, root / "source", ignore=shutil.ignore_patterns(".*"))
+    for student in sorted(p for p in subs.iterdir() if p.is_dir()):
+        shutil.copytree(student, root / "submitted" / student.name)
+    for assignment in assignments:
+        _run([*nbgrader, "generate_assignment", assignment, "--force", "--log-level=WARN"], root, env)
+    for assignment in assignments:
+        _run([*nbgrader, "autograde", assignment, "--force", "--create", "--log-level=WARN"], root, env)
+    autograde = time.perf_counter() - start
+    start = time.perf_counter()
+    for assignment in assignments:
+        _run([*nbgrader, "generate_feedback", assignment, "--force", "--log-level=WARN"], root, env)
+    feedback = time.perf_counter() - start
+    scores = {}
+    with Gradebook(f"sqlite:///{db}") as gb:
+        for assignment in assignments:
+            for submission in gb.find_assignment(assignment).submissions:
+                scores[submission.student_id, assignment] = float(submission.score)
+    return autograde, feedback, scores
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assignments", nargs="*", default=None, help="default: all")
+    parser.add_argument("--partial", type=int, default=4, choices=range(len(PARTIAL) + 1),
+                        help="partly correct students besides the solution and the blank (default 4)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to time (default 1 2)")
+    parser.add_argument("--no-plain", action="store_true", help="skip plain nbgrader")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the batch and the outputs in this folder")
+    args = parser.parse_args(argv)
+    assignments = args.assignments or course.assignments()
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="attention-bench-"))
+    try:
+        if work.exists() and any(work.iterdir()):
+            sys.exit(f"bench: {work} is not empty")
+        subs = work / "submissions"
+        pairs = build_batch(subs, assignments, args.partial)
+        n = len(pairs)
+        print(f"batch: {n} submissions ({n // len(assignments)} students x {len(assignments)} assignments) "
+              f"in {subs}; {os.cpu_count()} cores", flush=True)
+
+        runs = []  # (label, seconds, scores)
+        for workers in args.workers:
+            print(f"grading: python -m autograder grade --workers {workers} ...", flush=True)
+            seconds, scores = grade_ours(subs, work / f"out-workers{workers}", workers)
+            runs.append((f"ours, --workers {workers}", seconds, scores))
+        baseline = None
+        if not args.no_plain:
+            print("grading: plain nbgrader (generate_assignment, autograde, generate_feedback) ...", flush=True)
+            autograde, feedback, scores = grade_plain(subs, work / "plain-nbgrader", assignments,
+                                                      cell_timeout=Limits().cell_timeout_s)
+            baseline = autograde / n
+            runs.append(("plain nbgrader autograde", autograde, scores))
+            runs.append(("plain nbgrader autograde + feedback", autograde + feedback, scores))
+
+        print()
+        header = ("run", "submissions", "wall s", "subs/min", "s/sub", "overhead s/sub")
+        rows = []
+        for label, seconds, _ in runs:
+            per = seconds / n
+            overhead = "" if baseline is None else f"{per - baseline:+.1f} ({per / baseline:.2f}x)"
+            rows.append((label, str(n), f"{seconds:.1f}", f"{60 * n / seconds:.1f}", f"{per:.1f}", overhead))
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, ["-" * w for w in widths], *rows]:
+            print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if baseline is not None:
+            print("overhead: seconds per submission over plain `nbgrader autograde` (sandbox, judge, "
+                  "feedback page, ledger)")
+
+        print()
+        mismatches = []
+        for pair in sorted(pairs):
+            got = [scores.get(pair) for _, _, scores in runs]
+            line = f"{pair[0]}/{pair[1]}: " + ", ".join(f"{g:g}" if g is not None else "missing" for g in got)
+            if len(set(got)) != 1 or None in got:
+                mismatches.append(line)
+            print(line)
+        if mismatches:
+            print("\n" + "!" * 72, file=sys.stderr)
+            print(f"SCORE MISMATCH on {len(mismatches)} submission(s) ({', '.join(r[0] for r in runs)}):",
+                  file=sys.stderr)
+            for line in mismatches:
+                print("  " + line, file=sys.stderr)
+            print("!" * 72, file=sys.stderr)
+            return 1
+        print(f"scores agree on all {n} submissions across {len(runs)} runs")
+        return 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
