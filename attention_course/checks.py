@@ -12,17 +12,16 @@ everywhere.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
-try:  # chapter 1 is NumPy-only; the checks must not need torch there
-    import torch
-except ImportError:  # pragma: no cover - torch is installed with the course
-    torch = None
-
 
 def _is_tensor(x: Any) -> bool:
+    # torch is looked up, not imported: chapter 1 is NumPy only and should not pay for it,
+    # and where torch was never imported nothing can be a tensor
+    torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 
 
@@ -37,7 +36,7 @@ def _kind(x: Any) -> str:
 def _to_numpy(x: Any) -> np.ndarray:
     if _is_tensor(x):
         x = x.detach()
-        if x.dtype == torch.bfloat16:
+        if x.dtype == sys.modules["torch"].bfloat16:
             x = x.float()
         return x.cpu().numpy()
     return np.asarray(x)
@@ -86,6 +85,8 @@ def check_dtype(got: Any, expected_dtype: Any, *, name: str = "output") -> None:
 
 def check_device(got: Any, expected_device: Any, *, name: str = "output") -> None:
     """Fail unless the tensor ``got`` lives on ``expected_device`` (type and index)."""
+    import torch
+
     expected = torch.device(expected_device)
     if not _is_tensor(got):
         raise AssertionError(f"{name}: expected a torch.Tensor on {expected}, got {_kind(got)}")

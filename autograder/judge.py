@@ -340,26 +340,28 @@ def _python_only(source: str) -> str:
 @contextlib.contextmanager
 def _mirrored_seeds(link: Link):
     """A test that seeds the random generators here seeds the student's process too."""
-    import torch
+    torch = sys.modules.get("torch")  # patched only if the tests use it
 
-    originals = (torch.manual_seed, np.random.seed)
+    def mirrored(original):
+        def seed(value=None):
+            if value is not None:
+                with contextlib.suppress(StudentProcessGone):
+                    link.request("seed", seed=int(value))
+            return original() if value is None else original(value)
 
-    def torch_seed(seed):
-        with contextlib.suppress(StudentProcessGone):
-            link.request("seed", seed=int(seed))
-        return originals[0](seed)
+        return seed
 
-    def numpy_seed(seed=None):
-        if seed is not None:
-            with contextlib.suppress(StudentProcessGone):
-                link.request("seed", seed=int(seed))
-        return originals[1](seed)
-
-    torch.manual_seed, np.random.seed = torch_seed, numpy_seed
+    np_seed = np.random.seed
+    np.random.seed = mirrored(np_seed)
+    if torch is not None:
+        torch_seed = torch.manual_seed
+        torch.manual_seed = mirrored(torch_seed)
     try:
         yield
     finally:
-        torch.manual_seed, np.random.seed = originals
+        np.random.seed = np_seed
+        if torch is not None:
+            torch.manual_seed = torch_seed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -112,9 +112,12 @@ def command(argv: list[str], limits: Limits) -> list[str]:
     ]
     if root:
         box += ["--chmod", "1777", "/tmp", "--chmod", "0777", "/tmp/work"]
+    # CUDA reserves far more address space than it uses, so on a GPU machine the memory
+    # limit bounds the data segment instead of the whole address space
+    memory = "--data" if _gpu_binds() else "--as"
     rlimits = [
         "prlimit",
-        f"--as={limits.memory_mb * 1024 * 1024}",
+        f"{memory}={limits.memory_mb * 1024 * 1024}",
         f"--nproc={limits.processes}",
         f"--fsize={limits.disk_mb * 1024 * 1024}",
         f"--cpu={limits.notebook_timeout_s}",

@@ -74,6 +74,12 @@ ip.input_transformers_post.append(lambda lines: ["pass\\n"])
 SPY = """
 import os, socket, json
 spied = {"read": [], "wrote": [], "net": []}
+for path in READABLE:  # the environment the code needs: readable, never writable
+    try:
+        with open(path, "ab") as f:
+            spied["wrote"].append(path)
+    except Exception:
+        pass
 for path in PATHS:
     try:
         with open(path, "rb") as f:
@@ -146,6 +152,11 @@ def batch(tmp_path_factory):
         str(subs / "honest" / ASSIGNMENT / name),
         str(nbt.ROOT / "README.md"),
     ]
+    readable = [
+        str(nbt.ROOT / "attention_course" / "checks.py"),
+        str(nbt.ROOT / "autograder" / "judge.py"),
+        sys.executable,
+    ]
     solved, blank = _solved(), _blank()
 
     tests_gutted = copy.deepcopy(blank)
@@ -181,7 +192,10 @@ def batch(tmp_path_factory):
         "kill_parent": _with_first_cell(
             solved, "import os, signal\nfor pid in (os.getppid(), 1, -1):\n"
             "    try:\n        os.kill(pid, signal.SIGKILL)\n    except Exception:\n        pass"),
-        "spy": _with_first_cell(solved, f"PATHS = {secrets!r}\nPORT = {port}\n" + SPY),
+        "spy": _with_first_cell(solved, f"PATHS = {secrets!r}\nREADABLE = {readable!r}\nPORT = {port}\n" + SPY),
+        "huge_image": _with_first_cell(
+            solved, "from IPython.display import Image, display\n"
+            "display(Image(data=b'\\x89PNG\\r\\n' + bytes(200 * 1024 * 1024)))"),
     }
     for student, nb in notebooks.items():
         folder = subs / student / ASSIGNMENT
@@ -253,7 +267,9 @@ def test_a_kernel_that_kills_itself_gets_zero_with_a_reason(batch, student):
     assert float(row["score"]) == 0 and "killed" in row["reason"], row
 
 
-@pytest.mark.parametrize("student", ["memory_hog", "fork_many", "fill_disk", "print_flood", "kill_parent"])
+@pytest.mark.parametrize(
+    "student", ["memory_hog", "fork_many", "fill_disk", "print_flood", "huge_image", "kill_parent"]
+)
 def test_resource_attacks_are_contained(batch, student):
     # the limits stopped the attack; the rest of the notebook was graded as usual
     row = batch["rows"][student]
