@@ -96,9 +96,10 @@ def command(argv: list[str], limits: Limits) -> list[str]:
         "--proc", "/proc",
         "--dev", "/dev",
         *_system_binds(),
+        # the private /tmp comes before the Python binds: the course may live under /tmp
+        "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", "/tmp",
         *_python_binds(),
         *_gpu_binds(),
-        "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", "/tmp",
         "--dir", "/tmp/work",
         "--chdir", "/tmp/work",
         "--setenv", "HOME", "/tmp/work",
