@@ -300,6 +300,10 @@ class Judge:
                 if isinstance(error, KeyboardInterrupt):
                     raise
                 return {"type": type(error).__name__, "message": str(error)[:4000]}
+            finally:
+                # figures drawn by course cells are for the learner's eyes, not the judge's
+                if "matplotlib.pyplot" in sys.modules:
+                    sys.modules["matplotlib.pyplot"].close("all")
         return None
 
     def run(self, cells: list[dict], stop_at_first_failure: bool = False) -> list[CellResult]:
