@@ -7,8 +7,9 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
 SUBMISSIONS ?=
 OUT ?= out
+DB ?=
 
-.PHONY: install system book test test-fast release grade clean
+.PHONY: install system book test test-fast release grade clean bench-grade
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -19,11 +20,13 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-# Debian packages: bubblewrap (the grader's sandbox); Chromium and a CJK font (the book's
-# screenshot tests). Installed only when missing; needs root or sudo.
-APT_PACKAGES := bubblewrap chromium fonts-wqy-microhei
+# Debian packages: bubblewrap (the grader's sandbox); PostgreSQL (the test of a shared
+# gradebook); Chromium and a CJK font (the book's screenshot tests). Installed only when
+# missing; needs root or sudo.
+APT_PACKAGES := bubblewrap postgresql chromium fonts-wqy-microhei
 system:
 	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && \
 	  fc-list 2>/dev/null | grep -qi wenquanyi || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
@@ -46,10 +49,15 @@ test-fast: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m autograder release
 
-# make grade SUBMISSIONS=<dir> OUT=<dir>
+# make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>]
 grade: $(STAMP) system
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir>" >&2; exit 2; }
-	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)"
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>]" >&2; exit 2; }
+	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)")
 
 clean:
 	rm -rf _build $(OUT) .pytest_cache
+
+# Grading speed on a generated batch (every assignment x 6 students): ours with 1 and 2
+# workers against plain `nbgrader autograde`; fails if any two runs disagree on a score.
+bench-grade: $(STAMP) system
+	$(BIN)/python -m autograder.bench

@@ -14,7 +14,8 @@ half for each student). Then grades the same batch
   for the same outputs as ours, ``nbgrader generate_feedback`` on top.
 
 Prints wall seconds, submissions per minute, seconds per submission and the overhead per
-submission over plain ``nbgrader autograde``; checks that every run gives every submission
+submission over plain ``nbgrader autograde``, in wall time and in CPU time (the CPU time of
+every process a run started, steadier than wall time on a busy machine); checks that every run gives every submission
 the same score (exit status 1, and a loud message, if not).
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -89,6 +91,13 @@ def build_batch(folder: Path, assignments: list[str], partial: int) -> list[tupl
     return [(s, a) for s in students for a in assignments]
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) of every finished child process so far: less sensitive than
+    wall time to other work on the machine."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
@@ -98,16 +107,18 @@ def _run(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
     return seconds
 
 
-def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, dict]:
+def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict]:
+    cpu = cpu_seconds()
     seconds = _run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
                     "--workers", str(workers)], cwd=course.REPO)
     with open(out / "grades.csv") as f:
         scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
-    return seconds, scores
+    return seconds, cpu_seconds() - cpu, scores
 
 
-def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: int) -> tuple[float, float, dict]:
-    """Plain nbgrader over the same batch; (autograde seconds, feedback seconds, scores).
+def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: int):
+    """Plain nbgrader over the same batch: (autograde wall and CPU seconds, feedback wall and
+    CPU seconds, scores).
 
     The autograde time includes writing the course folder and ``generate_assignment``,
     as ours does."""
@@ -115,7 +126,7 @@ def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: in
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
            "JUPYTER_CONFIG_DIR": str(root / ".jupyter")}  # no instructor-wide config
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    start = time.perf_counter()
+    cpu, start = cpu_seconds(), time.perf_counter()
     root.mkdir(parents=True)
     db = root / "gradebook.db"
     (root / "nbgrader_config.py").write_text(
@@ -131,17 +142,17 @@ def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: in
         _run([*nbgrader, "generate_assignment", assignment, "--force", "--log-level=WARN"], root, env)
     for assignment in assignments:
         _run([*nbgrader, "autograde", assignment, "--force", "--create", "--log-level=WARN"], root, env)
-    autograde = time.perf_counter() - start
-    start = time.perf_counter()
+    autograde, autograde_cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    cpu, start = cpu_seconds(), time.perf_counter()
     for assignment in assignments:
         _run([*nbgrader, "generate_feedback", assignment, "--force", "--log-level=WARN"], root, env)
-    feedback = time.perf_counter() - start
+    feedback, feedback_cpu = time.perf_counter() - start, cpu_seconds() - cpu
     scores = {}
     with Gradebook(f"sqlite:///{db}") as gb:
         for assignment in assignments:
             for submission in gb.find_assignment(assignment).submissions:
                 scores[submission.student_id, assignment] = float(submission.score)
-    return autograde, feedback, scores
+    return (autograde, autograde_cpu), (feedback, feedback_cpu), scores
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,38 +176,45 @@ def main(argv: list[str] | None = None) -> int:
         print(f"batch: {n} submissions ({n // len(assignments)} students x {len(assignments)} assignments) "
               f"in {subs}; {os.cpu_count()} cores", flush=True)
 
-        runs = []  # (label, seconds, scores)
+        runs = []  # (label, wall seconds, CPU seconds, scores)
         for workers in args.workers:
             print(f"grading: python -m autograder grade --workers {workers} ...", flush=True)
-            seconds, scores = grade_ours(subs, work / f"out-workers{workers}", workers)
-            runs.append((f"ours, --workers {workers}", seconds, scores))
+            seconds, cpu, scores = grade_ours(subs, work / f"out-workers{workers}", workers)
+            runs.append((f"ours, --workers {workers}", seconds, cpu, scores))
         baseline = None
         if not args.no_plain:
             print("grading: plain nbgrader (generate_assignment, autograde, generate_feedback) ...", flush=True)
             autograde, feedback, scores = grade_plain(subs, work / "plain-nbgrader", assignments,
                                                       cell_timeout=Limits().cell_timeout_s)
-            baseline = autograde / n
-            runs.append(("plain nbgrader autograde", autograde, scores))
-            runs.append(("plain nbgrader autograde + feedback", autograde + feedback, scores))
+            baseline = (autograde[0] / n, autograde[1] / n)
+            runs.append(("plain nbgrader autograde", *autograde, scores))
+            runs.append(("plain nbgrader autograde + feedback", autograde[0] + feedback[0],
+                         autograde[1] + feedback[1], scores))
 
         print()
-        header = ("run", "submissions", "wall s", "subs/min", "s/sub", "overhead s/sub")
+        header = ("run", "submissions", "wall s", "subs/min", "s/sub", "overhead s/sub", "CPU s/sub", "CPU overhead")
         rows = []
-        for label, seconds, _ in runs:
-            per = seconds / n
-            overhead = "" if baseline is None else f"{per - baseline:+.1f} ({per / baseline:.2f}x)"
-            rows.append((label, str(n), f"{seconds:.1f}", f"{60 * n / seconds:.1f}", f"{per:.1f}", overhead))
+        for label, seconds, cpu, _ in runs:
+            per, cpu_per = seconds / n, cpu / n
+            if baseline is None:
+                overhead = cpu_overhead = ""
+            else:
+                overhead = f"{per - baseline[0]:+.1f} ({per / baseline[0]:.2f}x)"
+                cpu_overhead = f"{cpu_per - baseline[1]:+.1f} ({cpu_per / baseline[1]:.2f}x)"
+            rows.append((label, str(n), f"{seconds:.1f}", f"{60 * n / seconds:.1f}", f"{per:.1f}", overhead,
+                         f"{cpu_per:.1f}", cpu_overhead))
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, ["-" * w for w in widths], *rows]:
             print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
         if baseline is not None:
             print("overhead: seconds per submission over plain `nbgrader autograde` (sandbox, judge, "
-                  "feedback page, ledger)")
+                  "feedback page, ledger);\nCPU: user + system time of all the processes a run started "
+                  f"(wall time depends on other load: now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
         print()
         mismatches = []
         for pair in sorted(pairs):
-            got = [scores.get(pair) for _, _, scores in runs]
+            got = [scores.get(pair) for *_, scores in runs]
             line = f"{pair[0]}/{pair[1]}: " + ", ".join(f"{g:g}" if g is not None else "missing" for g in got)
             if len(set(got)) != 1 or None in got:
                 mismatches.append(line)

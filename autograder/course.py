@@ -37,6 +37,9 @@ def write_config(root: Path, db_url: str) -> None:
     settings = {
         "CourseDirectory.root": str(root),
         "CourseDirectory.db_url": db_url,
+        # nbgrader's default "" makes no course row, and PostgreSQL (unlike SQLite)
+        # enforces the assignments' foreign key to it
+        "CourseDirectory.course_id": "default_course",
         "ClearSolutions.code_stub": {"python": CODE_STUB},
     }
     lines = [

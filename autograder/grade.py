@@ -12,9 +12,9 @@ Output (``OUT``):
 
 For each submission, a judge process (:mod:`autograder.judge`) runs the student's code in
 a sandbox and decides every test; up to ``workers`` judges run at once. The main process
-alone writes to the gradebook (``nbgrader autograde`` over the judged notebook, then
-``generate_feedback``), one submission at a time, so SQLite's single writer is never
-contended. Each finished submission is written to the ledger atomically: a batch that is
+alone writes to the gradebook (``nbgrader autograde`` over the judged notebook), one
+submission at a time, so SQLite's single writer is never contended; feedback pages are
+made at the end, one ``generate_feedback`` per assignment. Each finished submission is written to the ledger atomically: a batch that is
 killed loses nothing already graded, and running the same command again grades only what
 is missing or what changed (the submission, or the course's tests).
 """
@@ -168,7 +168,7 @@ def _max_score(db_url: str, assignment: str) -> float:
 
 
 def record(root: Path, db_url: str, judged: Judged) -> Result:
-    """Enter a judged submission in the gradebook with nbgrader; make its feedback page."""
+    """Enter a judged submission in the gradebook with ``nbgrader autograde``."""
     sub = judged.submission
     if judged.problem:
         return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment),
@@ -191,7 +191,6 @@ def record(root: Path, db_url: str, judged: Judged) -> Result:
     if done.returncode != 0:
         return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment), "rejected",
                       course.last_error(done) or "nbgrader autograde failed", [])
-    course.nbgrader(root, "generate_feedback", sub.assignment, f"--student={sub.student_id}", "--force")
     tests, score, max_score = [], 0.0, 0.0
     with Gradebook(db_url) as gb:
         submission = gb.find_submission(sub.assignment, sub.student_id)
@@ -279,6 +278,9 @@ def grade(
             print(f"{result.student_id}/{result.assignment}: {result.score:g}/{result.max_score:g}"
                   + (f" ({result.reason})" if result.reason else ""), flush=True)
 
+    # one nbgrader run per assignment makes every feedback page (it starts slowly)
+    for assignment in sorted({s.assignment for s in todo}):
+        course.nbgrader(root, "generate_feedback", assignment, "--force")
     results = [ledger.read(s) for s in subs]
     _write_outputs(root, out, results)
     return results
