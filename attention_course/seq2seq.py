@@ -1,0 +1,234 @@
+"""Encoder-decoder plumbing of chapters 3 and 7: the GRU encoder, the wrapper that joins
+an encoder and a decoder, the training loop and the evaluation helpers.
+
+The decoder is the exercise (chapter 3's ``BahdanauDecoder``); everything around it is
+given here so that the exercise is about attention, not about bookkeeping. The reference
+decoder is in :mod:`attention_course.bahdanau`.
+
+Shapes: ``src`` ``(B, S)`` token ids, ``src_mask`` ``(B, S)`` boolean with ``True`` = a
+real token (padding only at the end of a row), ``tgt_in`` ``(B, T)`` the decoder's input
+(``<bos>`` then the target), ``labels`` ``(B, T)`` what it must predict (the target then
+``<eos>``).
+
+A decoder works with any encoder that returns ``(enc_outputs, enc_hidden)`` and has the
+interface ``init_state(enc_outputs, enc_hidden, src_mask) -> state`` and
+``forward(tgt_in, state) -> (logits, state)``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+__all__ = [
+    "GRUEncoder",
+    "Seq2Seq",
+    "train_seq2seq",
+    "ids_to_strings",
+    "exact_match",
+    "plot_loss",
+    "plot_alignment",
+]
+
+
+class GRUEncoder(nn.Module):
+    """A GRU over the embedded source.
+
+    Parameters: ``embedding = nn.Embedding(vocab_size, embed_size)`` and
+    ``rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout, batch_first=True)``.
+
+    ``forward(src, src_mask)`` returns ``enc_outputs`` ``(B, S, num_hiddens)``, the last
+    layer's state at every source position (zeros at padded positions), and
+    ``enc_hidden`` ``(num_layers, B, num_hiddens)``, every layer's state after the last
+    *real* token of each row: the padding at the end of a row changes neither.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
+                 dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout, batch_first=True)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        embedded = self.embedding(src)  # (B, S, embed_size)
+        lengths = src_mask.sum(dim=1).clamp_min(1).cpu()
+        packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
+        outputs, hidden = self.rnn(packed)  # the GRU stops at each row's last real token
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+        return outputs, hidden
+
+
+class Seq2Seq(nn.Module):
+    """An encoder and a decoder, trained together with teacher forcing.
+
+    ``forward(src, src_mask, tgt_in)`` encodes the source, starts the decoder with
+    ``decoder.init_state(enc_outputs, enc_hidden, src_mask)`` and returns the decoder's
+    logits ``(B, T, vocab_size)`` for the whole target input at once. Decoding one token
+    at a time (greedy search) uses ``model.encoder`` and ``model.decoder`` directly.
+    """
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        enc_outputs, enc_hidden = self.encoder(src, src_mask)
+        state = self.decoder.init_state(enc_outputs, enc_hidden, src_mask)
+        logits, _ = self.decoder(tgt_in, state)
+        return logits
+
+
+def train_seq2seq(
+    model: nn.Module,
+    task,
+    loss_fn: Callable,
+    num_steps: int = 1500,
+    batch_size: int = 128,
+    lr: float = 5e-3,
+    clip: float = 1.0,
+    device=None,
+    seed: int = 0,
+    max_seconds: float | None = None,
+    eval_every: int = 250,
+    progress: bool = True,
+) -> dict:
+    """Train ``model`` on ``task`` (a :class:`attention_course.dates.DateTask`) with Adam,
+    gradient clipping and teacher forcing; return the history.
+
+    Each step draws ``batch_size`` training pairs (from a generator seeded with ``seed``),
+    computes ``loss_fn(logits, labels, pad_id)`` and takes one Adam step with the gradient
+    norm clipped to ``clip``; the learning rate decays along a cosine from ``lr`` to
+    ``lr / 20`` over ``num_steps``. Every ``eval_every`` steps the validation loss is
+    measured. ``max_seconds`` stops the loop early when the wall time runs out (a guard
+    for slow machines; the run is then no longer step-for-step reproducible). On the CPU
+    the loop runs on one thread (restored afterwards): for a model this small that is as
+    fast as several, and it does not fight the other processes of a shared machine.
+
+    Returns a dict: ``step``, ``loss`` (training loss per step), ``valid_step``,
+    ``valid_loss``, ``seconds`` (wall time), ``steps_done``, ``device``.
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    model.to(device)
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(s, num_steps) / num_steps))
+    )
+    pad_id = task.tgt_vocab.pad_id
+    valid = task.batch(task.valid, device)
+    history = {"step": [], "loss": [], "valid_step": [], "valid_loss": [], "device": str(device)}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=num_steps, desc="training", unit="step")
+    # A model this small runs as fast on one CPU thread as on several, and one thread
+    # does not fight the other processes of a shared machine.
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    step = 0
+    try:
+        for step in range(1, num_steps + 1):
+            model.train()
+            picks = torch.randint(len(task.train), (batch_size,), generator=generator).tolist()
+            batch = task.batch([task.train[i] for i in picks], device)
+            logits = model(batch.src, batch.src_mask, batch.tgt_in)
+            loss = loss_fn(logits, batch.labels, pad_id)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            schedule.step()
+            history["step"].append(step)
+            history["loss"].append(loss.item())
+            out_of_time = max_seconds is not None and time.perf_counter() - start > max_seconds
+            if step % eval_every == 0 or step == num_steps or out_of_time:
+                model.eval()
+                with torch.no_grad():
+                    logits = model(valid.src, valid.src_mask, valid.tgt_in)
+                    history["valid_step"].append(step)
+                    history["valid_loss"].append(float(loss_fn(logits, valid.labels, pad_id)))
+            if bar is not None:
+                bar.update(1)
+                if step % 25 == 0:
+                    bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
+            if out_of_time:
+                break
+    finally:
+        torch.set_num_threads(threads)
+    if bar is not None:
+        bar.close()
+    model.eval()
+    history["seconds"] = time.perf_counter() - start
+    history["cpu_seconds"] = time.process_time() - cpu_start
+    history["steps_done"] = step
+    return history
+
+
+def ids_to_strings(ids, vocab) -> list[str]:
+    """Decode each row of ``ids`` ``(B, L)`` with ``vocab`` (stops at ``<eos>``)."""
+    return [vocab.decode(row) for row in torch.as_tensor(ids).cpu()]
+
+
+def exact_match(predictions, targets) -> float:
+    """The fraction of predicted strings equal to their targets."""
+    if len(predictions) != len(targets):
+        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
+    return sum(p == t for p, t in zip(predictions, targets)) / max(len(targets), 1)
+
+
+def plot_loss(history: dict, title: str | None = None):
+    """Figure: the training loss per step (and its running mean) and the validation loss."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    loss = np.asarray(history["loss"])
+    ax.plot(history["step"], loss, color="0.75", linewidth=0.8, label="training loss (one batch)")
+    window = 25
+    if len(loss) > window:
+        smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
+        ax.plot(history["step"][window - 1:], smooth, label=f"training loss (mean of {window} steps)")
+    if history.get("valid_loss"):
+        ax.plot(history["valid_step"], history["valid_loss"], "o-", label="validation loss")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("cross-entropy per token (nats)")
+    ax.set_title(title or f"{history.get('steps_done', len(loss))} steps, {history.get('seconds', 0):.0f} s "
+                 f"on {history.get('device', '?')}")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_alignment(weights, sources, predictions, max_cols: int = 3):
+    """Figure: one heat map per example of the attention weights ``(T_tgt, T_src)`` of
+    the decoder: rows are the output characters, columns the input characters."""
+    import matplotlib.pyplot as plt
+
+    from attention_course.plotting import to_numpy
+
+    count = min(len(sources), max_cols)
+    fig, axes = plt.subplots(1, count, figsize=(4.2 * count, 3.6), squeeze=False)
+    for k in range(count):
+        ax = axes[0, k]
+        src, out = sources[k], predictions[k] + "⟨eos⟩"
+        w = to_numpy(weights[k])[: len(predictions[k]) + 1, : len(src)]
+        ax.imshow(w, cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(src)), list(src.replace(" ", "␣")), fontsize=8)
+        ax.set_yticks(range(w.shape[0]), list(predictions[k]) + ["⟨eos⟩"], fontsize=8)
+        ax.set_xlabel("source character")
+        if k == 0:
+            ax.set_ylabel("output character")
+        ax.set_title(repr(src), fontsize=9)
+    fig.tight_layout()
+    return fig
