@@ -7,10 +7,7 @@ each must pass every test.
 
 from textwrap import dedent, indent
 
-
-def _function(header: str, body: str) -> str:
-    """A solution cell: ``header`` (the def line) and ``body`` (dedented code)."""
-    return header + "\n" + indent(dedent(body).strip("\n"), "    ") + "\n"
+from mutant_source import function_cell as _function
 
 
 LENGTHS = "def lengths_to_mask(valid_lens, num_keys):"

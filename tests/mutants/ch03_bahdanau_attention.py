@@ -8,9 +8,7 @@ pass every test, the training included.
 
 from textwrap import dedent, indent
 
-
-def _function(header: str, body: str) -> str:
-    return header + "\n" + indent(dedent(body).strip("\n"), "    ") + "\n"
+from mutant_source import function_cell as _function
 
 
 _INIT = """
