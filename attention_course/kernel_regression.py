@@ -330,6 +330,15 @@ def _legend_below(fig, ax) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
 
 
+def _plot_estimate(ax, data: RegressionData, kernel: str, bandwidth: float) -> None:
+    """Training points, the truth and one kernel's Nadaraya-Watson estimate on ``ax``."""
+    estimate = nadaraya_watson(data.x_test, data.x_train, data.y_train, kernel=kernel, bandwidth=bandwidth)
+    ax.plot(data.x_train, data.y_train, "o", color="0.6", ms=3, label="training data")
+    ax.plot(data.x_test, data.y_test, "--", color="k", lw=1, label="truth")
+    ax.plot(data.x_test, estimate, color="C3", lw=1.8, label="estimate")
+    ax.set_xlabel("x")
+
+
 def plot_kernel_shapes(bandwidth: float = 1.0, radius: float = 3.0):
     """The three kernels as functions of the signed distance ``q - k`` (one panel each)."""
     import matplotlib.pyplot as plt
@@ -353,12 +362,8 @@ def plot_kernel_estimates(data: RegressionData | None = None, bandwidth: float =
     data = data or make_regression_data()
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)
     for ax, name in zip(axes, KERNELS):
-        estimate = nadaraya_watson(data.x_test, data.x_train, data.y_train, kernel=name, bandwidth=bandwidth)
-        ax.plot(data.x_train, data.y_train, "o", color="0.6", ms=3, label="training data")
-        ax.plot(data.x_test, data.y_test, "--", color="k", lw=1, label="truth")
-        ax.plot(data.x_test, estimate, color="C3", lw=1.8, label="estimate")
+        _plot_estimate(ax, data, name, bandwidth)
         ax.set_title(f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})")
-        ax.set_xlabel("x")
     axes[0].set_ylabel("y")
     _legend_below(fig, axes[0])
     return fig
@@ -391,12 +396,8 @@ def plot_bandwidth_effect(
     data = data or make_regression_data()
     fig, axes = plt.subplots(1, len(bandwidths), figsize=(3.4 * len(bandwidths), 3), sharey=True)
     for ax, h in zip(np.atleast_1d(axes), bandwidths):
-        estimate = nadaraya_watson(data.x_test, data.x_train, data.y_train, kernel=kernel, bandwidth=h)
-        ax.plot(data.x_train, data.y_train, "o", color="0.6", ms=3, label="training data")
-        ax.plot(data.x_test, data.y_test, "--", color="k", lw=1, label="truth")
-        ax.plot(data.x_test, estimate, color="C3", lw=1.8, label="estimate")
+        _plot_estimate(ax, data, kernel, h)
         ax.set_title(f"{_KERNEL_LABELS[kernel]}, h = {h:g}")
-        ax.set_xlabel("x")
     np.atleast_1d(axes)[0].set_ylabel("y")
     _legend_below(fig, np.atleast_1d(axes)[0])
     return fig
