@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -27,6 +28,17 @@ def source_notebook(assignment: str) -> Path:
     """The one source notebook of ``assignment``."""
     (path,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
     return path
+
+
+def lay_out_solution_and_blank(submissions: Path, assignments_: list[str]) -> None:
+    """Two submissions per assignment, as ``make grade`` takes them: student ``solution``
+    hands in the source notebook, student ``blank`` the untouched learner notebook."""
+    for assignment in assignments_:
+        for student, origin in (("solution", SOLUTIONS), ("blank", NOTEBOOKS)):
+            folder = submissions / student / assignment
+            folder.mkdir(parents=True)
+            for nb in (origin / assignment).glob("*.ipynb"):
+                shutil.copy(nb, folder / nb.name)
 
 
 def read(path: Path) -> nbformat.NotebookNode:

@@ -34,12 +34,7 @@ def graded(tmp_path_factory):
     """Two submissions per assignment, graded once through `make grade`."""
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
-    for assignment in course.assignments():
-        for student, origin in (("solution", nbt.SOLUTIONS), ("blank", nbt.NOTEBOOKS)):
-            folder = subs / student / assignment
-            folder.mkdir(parents=True)
-            for nb in (origin / assignment).glob("*.ipynb"):
-                shutil.copy(nb, folder / nb.name)
+    nbt.lay_out_solution_and_blank(subs, course.assignments())
     done = subprocess.run(
         ["make", "--no-print-directory", "grade", f"SUBMISSIONS={subs}", f"OUT={out}"],
         cwd=nbt.ROOT, capture_output=True, text=True,

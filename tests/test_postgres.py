@@ -104,11 +104,7 @@ def postgres_url():
 def graded(postgres_url, tmp_path_factory):
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded-postgres")
-    for student, origin in (("solution", nbt.SOLUTIONS), ("blank", nbt.NOTEBOOKS)):
-        folder = subs / student / ASSIGNMENT
-        folder.mkdir(parents=True)
-        for nb in (origin / ASSIGNMENT).glob("*.ipynb"):
-            shutil.copy(nb, folder / nb.name)
+    nbt.lay_out_solution_and_blank(subs, [ASSIGNMENT])
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
          "--db", postgres_url, "--workers", "2"],
