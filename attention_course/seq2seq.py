@@ -97,14 +97,20 @@ def train_seq2seq(
     max_seconds: float | None = None,
     eval_every: int = 250,
     progress: bool = True,
+    forward: Callable | None = None,
+    lr_lambda: Callable[[int], float] | None = None,
+    betas: tuple[float, float] = (0.9, 0.999),
 ) -> dict:
     """Train ``model`` on ``task`` (a :class:`attention_course.dates.DateTask`) with Adam,
     gradient clipping and teacher forcing; return the history.
 
     Each step draws ``batch_size`` training pairs (from a generator seeded with ``seed``),
-    computes ``loss_fn(logits, labels, pad_id)`` and takes one Adam step with the gradient
+    computes ``loss_fn(logits, labels, pad_id)`` and takes one Adam step (``betas``) with the gradient
     norm clipped to ``clip``; the learning rate decays along a cosine from ``lr`` to
-    ``lr / 20`` over ``num_steps``. Every ``eval_every`` steps the validation loss is
+    ``lr / 20`` over ``num_steps``, unless ``lr_lambda(step)`` (``step`` counted from 1)
+    gives the factor that multiplies ``lr`` at each step.
+    ``forward(model, batch) -> (logits, labels)`` says how the model reads a batch; by
+    default ``model(batch.src, batch.src_mask, batch.tgt_in)`` against ``batch.labels``. Every ``eval_every`` steps the validation loss is
     measured. ``max_seconds`` stops the loop early when the wall time runs out (a guard
     for slow machines; the run is then no longer step-for-step reproducible). On the CPU
     the loop runs on one thread (restored afterwards): for a model this small that is as
@@ -117,10 +123,14 @@ def train_seq2seq(
     model.to(device)
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(s, num_steps) / num_steps))
-    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
+    if lr_lambda is None:
+        def lr_lambda(step):
+            return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(step - 1, num_steps) / num_steps))
+    if forward is None:
+        forward = _read_batch
+    # LambdaLR counts from 0; the course's schedules count steps from 1
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_lambda(s + 1))
     pad_id = task.tgt_vocab.pad_id
     valid = task.batch(task.valid, device)
     history = {"step": [], "loss": [], "valid_step": [], "valid_loss": [], "device": str(device)}
@@ -141,8 +151,8 @@ def train_seq2seq(
             model.train()
             picks = torch.randint(len(task.train), (batch_size,), generator=generator).tolist()
             batch = task.batch([task.train[i] for i in picks], device)
-            logits = model(batch.src, batch.src_mask, batch.tgt_in)
-            loss = loss_fn(logits, batch.labels, pad_id)
+            logits, labels = forward(model, batch)
+            loss = loss_fn(logits, labels, pad_id)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), clip)
@@ -154,9 +164,9 @@ def train_seq2seq(
             if step % eval_every == 0 or step == num_steps or out_of_time:
                 model.eval()
                 with torch.no_grad():
-                    logits = model(valid.src, valid.src_mask, valid.tgt_in)
+                    logits, labels = forward(model, valid)
                     history["valid_step"].append(step)
-                    history["valid_loss"].append(float(loss_fn(logits, valid.labels, pad_id)))
+                    history["valid_loss"].append(float(loss_fn(logits, labels, pad_id)))
             if bar is not None:
                 bar.update(1)
                 if step % 25 == 0:
@@ -172,6 +182,10 @@ def train_seq2seq(
     history["cpu_seconds"] = time.process_time() - cpu_start
     history["steps_done"] = step
     return history
+
+
+def _read_batch(model: nn.Module, batch) -> tuple[torch.Tensor, torch.Tensor]:
+    return model(batch.src, batch.src_mask, batch.tgt_in), batch.labels
 
 
 def ids_to_strings(ids, vocab) -> list[str]:
