@@ -248,7 +248,7 @@ def train_transformer(model: nn.Module, task, num_steps: int = 400, batch_size: 
     from attention_course.bahdanau import sequence_loss
     from attention_course.seq2seq import train_seq2seq
 
-    d_model = model.encoder.d_model
+    d_model = model.encoder.embedding.embedding_dim
 
     def read(model_, batch):
         full = torch.cat([batch.tgt_in[:, :1], batch.labels], dim=1)  # [<bos>, target, <eos>, <pad>...]
