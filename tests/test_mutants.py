@@ -8,7 +8,8 @@ the judge: autograder.judge), and:
 
 * every wrong implementation must fail at least one graded test cell (the run stops at
   the first one);
-* every correct variant must pass every graded test cell.
+* every correct variant must pass every graded test cell (graded a round at a time:
+  one variant of each exercise per notebook).
 """
 
 from __future__ import annotations
@@ -73,9 +74,27 @@ def test_wrong_side_effect_fails_a_test_in_the_kernel(assignment, exercise, sour
     assert run.failed, f"this wrong {exercise} passed every test in the kernel"
 
 
+def _correct_rounds():
+    """Correct variants, several exercises at a time: round ``k`` puts the ``k``-th correct
+    variant of every exercise that has one into the same notebook. A correct variant must
+    pass with the others in place too, and a chapter with training runs it once per round
+    instead of once per variant."""
+    for assignment in nbt.assignments():
+        if not (nbt.ROOT / "tests" / "mutants" / f"{assignment}.py").is_file():
+            continue
+        variants = {exercise: list(v.items()) for exercise, v in getattr(_load(assignment), "CORRECT", {}).items()}
+        for k in range(max((len(v) for v in variants.values()), default=0)):
+            chosen = {exercise: v[k] for exercise, v in variants.items() if k < len(v)}
+            yield pytest.param(assignment, chosen, id=f"{assignment}-round{k}")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment, exercise, source", list(_cases("CORRECT")))
-def test_correct_variant_passes_every_test(assignment, exercise, source):
-    run = _run_with(assignment, exercise, source, fail_fast=False)
-    assert not run.failed, f"a correct {exercise} failed: {run.failed}"
-    assert not run.other_errors, f"cells outside the tests raised: {run.other_errors}"
+@pytest.mark.parametrize("assignment, chosen", list(_correct_rounds()))
+def test_correct_variants_pass_every_test(assignment, chosen):
+    nb = nbt.read(nbt.source_notebook(assignment))
+    for exercise, (_, source) in chosen.items():
+        nb = nbt.with_cell_source(nb, exercise, source)
+    run = nbt.run_judged(nb, fail_fast=False)
+    labels = {exercise: label for exercise, (label, _) in chosen.items()}
+    assert not run.failed, f"correct variants {labels} failed: {run.failed}"
+    assert not run.other_errors, f"cells outside the tests raised with the correct variants {labels}: {run.other_errors}"
