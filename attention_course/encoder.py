@@ -179,9 +179,11 @@ def to_torch_encoder_layer(block: EncoderBlock) -> nn.TransformerEncoderLayer:
     d_model, d_ff = attention.d_model, block.ffn.dense1.out_features
     twin = nn.TransformerEncoderLayer(d_model, attention.num_heads, d_ff, dropout=block.addnorm1.dropout.p,
                                       batch_first=True, norm_first=False)
+    # to the block's dtype before copying, so that float64 weights are not rounded to float32
+    twin = twin.to(device=attention.W_q.weight.device, dtype=attention.W_q.weight.dtype)
     twin.self_attn = to_torch_multihead(attention)
     copy_ffn_and_norms(twin, block.ffn, [block.addnorm1, block.addnorm2])
-    return twin.to(device=attention.W_q.weight.device, dtype=attention.W_q.weight.dtype)
+    return twin
 
 
 def copy_ffn_and_norms(twin: nn.Module, ffn: PositionWiseFFN, addnorms: list[AddNorm]) -> None:

@@ -211,10 +211,12 @@ def to_torch_decoder_layer(block: DecoderBlock) -> nn.TransformerDecoderLayer:
     d_model, d_ff = attention.d_model, block.ffn.dense1.out_features
     twin = nn.TransformerDecoderLayer(d_model, attention.num_heads, d_ff, dropout=block.addnorm1.dropout.p,
                                       batch_first=True, norm_first=False)
+    # to the block's dtype before copying, so that float64 weights are not rounded to float32
+    twin = twin.to(device=attention.W_q.weight.device, dtype=attention.W_q.weight.dtype)
     twin.self_attn = to_torch_multihead(block.self_attention)
     twin.multihead_attn = to_torch_multihead(block.cross_attention)
     copy_ffn_and_norms(twin, block.ffn, [block.addnorm1, block.addnorm2, block.addnorm3])
-    return twin.to(device=attention.W_q.weight.device, dtype=attention.W_q.weight.dtype)
+    return twin
 
 
 def make_transformer(task, d_model: int = 64, num_heads: int = 4, d_ff: int = 128, num_layers: int = 2,

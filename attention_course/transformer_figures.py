@@ -1,0 +1,427 @@
+"""Figures and demonstrations of chapter 7's book page, *The Transformer decoder*.
+
+The layers themselves are in :mod:`attention_course.transformer`; this module trains
+them on chapter 3's dates, checks them against PyTorch and draws the page's figures.
+Conventions are the course's: batch first, boolean masks with ``True`` = may attend,
+attention maps with one row per query and one column per key. Every function that trains
+is seeded, so a build of the book gives the same numbers on the same machine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from attention_course.encoder import padding_to_attention_mask
+from attention_course.multihead import MultiHeadAttention
+from attention_course.transformer import (
+    DecoderBlock,
+    Transformer,
+    causal_mask,
+    greedy_decode,
+    make_transformer,
+    noam_lr,
+    teacher_forcing_pair,
+    to_torch_decoder_layer,
+    train_transformer,
+)
+
+__all__ = [
+    "NOTES_TARGET",
+    "causal_attention_example",
+    "plot_causal_mask",
+    "teacher_forcing_rows",
+    "decoder_torch_agreement",
+    "future_leak_check",
+    "course_learning_rate",
+    "plot_noam_lr",
+    "parameter_count",
+    "parameter_breakdown",
+    "train_date_transformer",
+    "train_date_bahdanau",
+    "held_out_exact_match",
+    "transformer_translate",
+    "plot_cross_attention_heads",
+    "plot_self_attention_heads",
+    "comparison_table",
+]
+
+#: The notes' target sentence: what the decoder reads and must say is cut out of it.
+NOTES_TARGET = ("<BOS>", "I", "am", "Transformer", "<EOS>")
+
+
+# --------------------------------------------------------------------------------------
+# Masked self-attention and teacher forcing
+# --------------------------------------------------------------------------------------
+
+
+def causal_attention_example(tokens=NOTES_TARGET[:-1], d_model: int = 8, seed: int = 0) -> dict:
+    """One head of causal self-attention over random vectors, one per token of ``tokens``.
+
+    Returns a dict with ``tokens``, the boolean ``mask`` ``(T, T)`` of :func:`causal_mask`,
+    the notes' additive mask ``additive`` (``0`` where ``mask`` is ``True``, ``-inf``
+    elsewhere), and the attention ``weights`` ``(T, T)`` of a single-head
+    :class:`MultiHeadAttention` with that mask.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    T = len(tokens)
+    X = torch.randn(1, T, d_model, generator=generator)
+    mask = causal_mask(T)
+    attention = MultiHeadAttention(d_model, num_heads=1).eval()
+    with torch.no_grad():
+        attention(X, X, X, mask)
+    additive = torch.zeros(T, T).masked_fill(~mask, float("-inf"))
+    return {"tokens": list(tokens), "mask": mask, "additive": additive,
+            "weights": attention.attention_weights[0, 0]}
+
+
+def plot_causal_mask(tokens=NOTES_TARGET[:-1], d_model: int = 8, seed: int = 0):
+    """Figure: the causal mask as the course writes it (``True`` = may attend), as the
+    notes write it (``0`` / ``-inf`` added to the scores), and the weights it leaves,
+    for :func:`causal_attention_example`. Rows are queries, columns keys."""
+    import matplotlib.pyplot as plt
+
+    example = causal_attention_example(tokens, d_model, seed)
+    mask, weights, labels = example["mask"].numpy(), example["weights"].numpy(), example["tokens"]
+    T = len(labels)
+    fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.9))
+    panels = [
+        (mask.astype(float), "Greens", lambda i, j: "True" if mask[i, j] else "False",
+         f"causal_mask({T}): True = may attend"),
+        (mask.astype(float), "Greens", lambda i, j: "0" if mask[i, j] else "−∞",
+         "the notes' mask, added to the scores"),
+        (weights, "Reds", lambda i, j: f"{weights[i, j]:.2f}", "attention weights (each row sums to 1)"),
+    ]
+    for ax, (values, cmap, text, title) in zip(axes, panels):
+        # a pale green for the allowed cells, so that the text on them stays readable
+        ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0 if cmap == "Reds" else 2.5)
+        for i in range(T):
+            for j in range(T):
+                ax.text(j, i, text(i, j), ha="center", va="center", fontsize=9)
+        ax.set_xticks(range(T), labels)
+        ax.set_yticks(range(T), labels)
+        ax.set_xlabel("key (position j)")
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("query (position i)")
+    fig.tight_layout()
+    return fig
+
+
+def teacher_forcing_rows(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> list[tuple[list[str], str]]:
+    """What each decoder position sees and must predict, for a target written as tokens.
+
+    The target is cut with :func:`teacher_forcing_pair` (the decoder input is the target
+    shifted right, the labels are the target shifted left); row ``t`` is the decoder
+    input with the positions after ``t`` replaced by ``masked`` (the causal mask hides
+    them), and the label of position ``t``.
+    """
+    decoder_input, labels = teacher_forcing_pair(torch.arange(len(tokens)))
+    rows = []
+    for t, label in enumerate(labels.tolist()):
+        seen = [tokens[i] if k <= t else masked for k, i in enumerate(decoder_input.tolist())]
+        rows.append((seen, tokens[label]))
+    return rows
+
+
+# --------------------------------------------------------------------------------------
+# Checks of the decoder block and of the whole model
+# --------------------------------------------------------------------------------------
+
+
+def _random_norms(block: nn.Module, generator: torch.Generator) -> None:
+    """Give every layer norm of ``block`` random scales and shifts, so that a comparison
+    with another implementation also checks that the norms were copied to the right place."""
+    with torch.no_grad():
+        for addnorm in (block.addnorm1, block.addnorm2, block.addnorm3):
+            weight = addnorm.ln.weight
+            weight.copy_(1 + 0.5 * torch.randn(weight.shape, generator=generator, dtype=weight.dtype))
+            addnorm.ln.bias.copy_(0.5 * torch.randn(weight.shape, generator=generator, dtype=weight.dtype))
+
+
+def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4, d_ff: int = 32,
+                            tgt_len: int = 6, src_len: int = 9) -> float:
+    """Largest ``|difference|`` between the outputs of :class:`DecoderBlock` and of
+    ``torch.nn.TransformerDecoderLayer`` (``batch_first=True``, post-norm, dropout 0)
+    holding the same weights (:func:`to_torch_decoder_layer`), in ``float32``.
+
+    The inputs are a batch of two random target sequences ``(2, tgt_len, d_model)`` and
+    two encoder outputs ``(2, src_len, d_model)``, the second padded after 5 tokens. The
+    course's block gets the causal mask and the ``(B, 1, S)`` source mask (``True`` = may
+    attend); PyTorch gets their negations, because its boolean masks are ``True`` where
+    attending is *not* allowed.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    block = DecoderBlock(d_model, num_heads, d_ff).eval()
+    _random_norms(block, generator)
+    twin = to_torch_decoder_layer(block).eval()
+    X = torch.randn(2, tgt_len, d_model, generator=generator)
+    memory = torch.randn(2, src_len, d_model, generator=generator)
+    src_mask = torch.ones(2, src_len, dtype=torch.bool)
+    src_mask[1, 5:] = False
+    tgt_mask = causal_mask(tgt_len)
+    with torch.no_grad():
+        ours = block(X, memory, tgt_mask, padding_to_attention_mask(src_mask))
+        theirs = twin(X, memory, tgt_mask=~tgt_mask, memory_key_padding_mask=~src_mask)
+    return float((ours - theirs).abs().max())
+
+
+def _decode_without_causal_mask(model: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor,
+                                src_mask: torch.Tensor) -> torch.Tensor:
+    """``model.decoder``'s logits ``(B, T, V)`` with every block's self-attention mask
+    left out: a decoder that may look ahead, for comparison."""
+    decoder = model.decoder
+    X = decoder.pos_encoding(decoder.embedding(tgt_in) * math.sqrt(decoder.d_model))
+    memory_mask = padding_to_attention_mask(src_mask)
+    for block in decoder.blocks:
+        X = block(X, memory, None, memory_mask)
+    return decoder.dense(X)
+
+
+def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, vocab_size: int = 13,
+                      seed: int = 0) -> dict[str, list[float]]:
+    """Change the decoder's input token at position ``changed`` and measure, for every
+    position ``t``, the largest change of the logits there.
+
+    The model is a randomly initialised :class:`Transformer` (``d_model`` 32, 4 heads, 2
+    layers; a leak needs no training to show). With the causal mask the logits of the
+    positions ``t < changed`` must not move at all; without it (every self-attention left
+    unmasked) all of them do. Returns ``{"with the causal mask": [...], "without it":
+    [...]}``, one number per position.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = Transformer(vocab_size, vocab_size, d_model=32, num_heads=4, d_ff=64, num_layers=2).eval()
+    src = torch.randint(3, vocab_size, (1, src_len), generator=generator)
+    src_mask = torch.ones(1, src_len, dtype=torch.bool)
+    tgt_in = torch.randint(3, vocab_size, (1, tgt_len), generator=generator)
+    edited = tgt_in.clone()
+    edited[0, changed] = 3 + (edited[0, changed] - 3 + 1) % (vocab_size - 3)  # another real token
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        result = {}
+        for name, decode in (("with the causal mask", model.decode),
+                             ("without it", lambda y, m, s: _decode_without_causal_mask(model, y, m, s))):
+            change = (decode(edited, memory, src_mask) - decode(tgt_in, memory, src_mask)).abs()
+            result[name] = change[0].amax(dim=-1).tolist()
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# The learning rate
+# --------------------------------------------------------------------------------------
+
+
+def course_learning_rate(step: int, num_steps: int = 400, d_model: int = 64, warmup: int = 100,
+                         factor: float = 0.6, cooldown: float = 0.3) -> float:
+    """The learning rate that :func:`train_transformer` uses at ``step`` (from 1) with these
+    arguments: ``factor * noam_lr(step, d_model, warmup)``, times a factor that falls
+    linearly from 1 to 0 over the last ``cooldown`` fraction of the ``num_steps`` steps."""
+    ending = min(1.0, (num_steps - step + 1) / max(cooldown * num_steps, 1.0))
+    return factor * noam_lr(step, d_model, warmup) * ending
+
+
+def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)), num_steps: int = 20_000,
+                 course_steps: int = 400):
+    """Figure. Left: :func:`noam_lr` for a few ``(d_model, warmup)`` pairs over
+    ``num_steps`` steps. Right: the schedule of this chapter's training run
+    (:func:`course_learning_rate` with its defaults over ``course_steps`` steps), with
+    and without the final cooldown."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 3.8))
+    steps = np.arange(1, num_steps + 1)
+    for d_model, warmup in settings:
+        left.plot(steps, [noam_lr(int(s), d_model, warmup) for s in steps],
+                  label=f"d_model = {d_model}, warmup = {warmup}")
+    left.set_xlabel("step")
+    left.set_ylabel("learning rate")
+    left.set_title("noam_lr(step, d_model, warmup)", fontsize=10)
+    left.legend(fontsize="small")
+    steps = np.arange(1, course_steps + 1)
+    right.plot(steps, [0.6 * noam_lr(int(s), 64, 100) for s in steps], "--", color="0.55",
+               label="0.6 · noam_lr(step, 64, 100)")
+    right.plot(steps, [course_learning_rate(int(s), course_steps) for s in steps],
+               label="with the linear cooldown (train_transformer)")
+    right.axvspan(course_steps * 0.7, course_steps, color="0.92", zorder=0)
+    right.set_xlabel("step")
+    right.set_title(f"this chapter's run: {course_steps} steps, warmup 100, d_model 64", fontsize=10)
+    right.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# Training on the dates, evaluation, attention maps
+# --------------------------------------------------------------------------------------
+
+
+def parameter_count(model: nn.Module) -> int:
+    """The number of learnable numbers of ``model`` (buffers such as the positional table
+    do not count)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def parameter_breakdown(model: Transformer) -> dict[str, int]:
+    """:func:`parameter_count` of the parts of a :class:`Transformer`: the two
+    embeddings, the encoder blocks, the decoder blocks and the final linear layer."""
+    return {
+        "source embedding": parameter_count(model.encoder.embedding),
+        "encoder blocks": parameter_count(model.encoder.blocks),
+        "target embedding": parameter_count(model.decoder.embedding),
+        "decoder blocks": parameter_count(model.decoder.blocks),
+        "final linear layer": parameter_count(model.decoder.dense),
+    }
+
+
+def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transformer, dict]:
+    """The chapter's run: :func:`make_transformer` with its defaults, drawn after
+    ``torch.manual_seed(seed)``, trained by :func:`train_transformer` with its defaults
+    (``train_options`` override them) without a progress bar. Returns ``(model,
+    history)``."""
+    torch.manual_seed(seed)
+    model = make_transformer(task)
+    history = train_transformer(model, task, seed=seed, progress=False, **train_options)
+    return model, history
+
+
+def train_date_bahdanau(task, seed: int = 0) -> tuple[nn.Module, dict]:
+    """Chapter 3's run, as its page makes it: ``make_model(task, embed_size=32,
+    num_hiddens=64)`` after ``torch.manual_seed(seed)``, 300 steps of 128 dates at a
+    learning rate of ``1e-2``. Returns ``(model, history)``."""
+    from attention_course.bahdanau import make_model, sequence_loss
+    from attention_course.seq2seq import train_seq2seq
+
+    torch.manual_seed(seed)
+    model = make_model(task, embed_size=32, num_hiddens=64)
+    history = train_seq2seq(model, task, sequence_loss, num_steps=300, batch_size=128, lr=1e-2, seed=seed,
+                            eval_every=25, progress=False)
+    return model, history
+
+
+def held_out_exact_match(model: nn.Module, task, decode=greedy_decode, max_len: int = 12) -> tuple[float, list[str]]:
+    """Greedy translations of all of ``task.test`` (the held-out days) by ``decode`` and
+    their exact match with the targets. Returns ``(fraction, predictions)``. On the CPU
+    it runs on one thread, as the training loop does: on a shared machine that is
+    several times faster than fighting the other processes for the cores."""
+    from attention_course.seq2seq import exact_match, ids_to_strings
+
+    device = next(model.parameters()).device
+    test = task.batch(task.test, device)
+    v = task.tgt_vocab
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        ids = decode(model, test.src, test.src_mask, v.bos_id, v.eos_id, v.pad_id, max_len)
+    finally:
+        torch.set_num_threads(threads)
+    predictions = ids_to_strings(ids, v)
+    return exact_match(predictions, test.targets), predictions
+
+
+@torch.no_grad()
+def transformer_translate(model: Transformer, task, sources, max_len: int = 12) -> dict:
+    """Greedy translations of the strings ``sources`` and the attention weights behind them.
+
+    After :func:`greedy_decode`, the model reads its own output once more with teacher
+    forcing (``[<bos>, y_1, ..., y_k]``, as :func:`attention_course.bahdanau.translate`
+    does), and the weights of that pass are collected from the *last* block of each half.
+    Returns a dict: ``sources``, ``translations`` (strings, ``<eos>`` left out), ``cross``
+    ``(B, h, T, S)`` (decoder queries over the source), ``decoder_self`` ``(B, h, T, T)``
+    and ``encoder_self`` ``(B, h, S, S)``, all on the CPU.
+    """
+    device = next(model.parameters()).device
+    model.eval()
+    v = task.tgt_vocab
+    batch = task.batch([(s, "") for s in sources], device)
+    ids = greedy_decode(model, batch.src, batch.src_mask, v.bos_id, v.eos_id, v.pad_id, max_len)
+    tgt_in = torch.cat([torch.full_like(ids[:, :1], v.bos_id), ids[:, :-1]], dim=1)
+    model(batch.src, tgt_in, batch.src_mask)
+    return {
+        "sources": list(sources),
+        "translations": [v.decode(row) for row in ids.cpu()],
+        "cross": model.decoder.blocks[-1].cross_attention.attention_weights.cpu(),
+        "decoder_self": model.decoder.blocks[-1].self_attention.attention_weights.cpu(),
+        "encoder_self": model.encoder.blocks[-1].attention.attention_weights.cpu(),
+    }
+
+
+def _characters(text: str) -> list[str]:
+    return list(text.replace(" ", "␣"))
+
+
+def _head_maps(subfigure, maps, xticklabels, yticklabels, xlabel, ylabel):
+    """One heat map per head of ``maps`` ``(h, n, m)`` in a row of ``subfigure``."""
+    axes = subfigure.subplots(1, maps.shape[0], sharey=True)
+    for head, ax in enumerate(np.atleast_1d(axes)):
+        ax.imshow(maps[head], cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(xticklabels)), xticklabels, fontsize=6.5)
+        ax.set_yticks(range(len(yticklabels)), yticklabels, fontsize=6.5)
+        ax.set_title(f"head {head}", fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        if head == 0:
+            ax.set_ylabel(ylabel, fontsize=8)
+
+
+def plot_cross_attention_heads(translated: dict, examples=(0, 1, 2)):
+    """Figure: the cross-attention weights of the decoder's last block, one row of maps
+    per example of ``translated`` (a :func:`transformer_translate` result), one map per
+    head. Rows of a map are the output steps (labelled by the character each step
+    writes), columns the source characters."""
+    import matplotlib.pyplot as plt
+
+    examples = list(examples)
+    heads = translated["cross"].shape[1]
+    fig = plt.figure(figsize=(3.4 * heads, 3.3 * len(examples)), layout="constrained")
+    for subfigure, k in zip(np.atleast_1d(fig.subfigures(len(examples), 1)), examples):
+        source, output = translated["sources"][k], translated["translations"][k]
+        steps = len(output) + 1  # the characters and <eos>
+        maps = translated["cross"][k, :, :steps, :len(source)].numpy()
+        _head_maps(subfigure, maps, _characters(source), list(output) + ["⟨eos⟩"], "source character",
+                   "output character")
+        subfigure.suptitle(f"cross-attention, {source!r} → {output!r}", fontsize=10)
+    return fig
+
+
+def plot_self_attention_heads(translated: dict, example: int = 0):
+    """Figure: for one example of ``translated`` (a :func:`transformer_translate`
+    result), the masked self-attention of the decoder's last block (keys: what the
+    decoder read, ``<bos>`` then its own output) and the self-attention of the encoder's
+    last block (source over source), one map per head."""
+    import matplotlib.pyplot as plt
+
+    source, output = translated["sources"][example], translated["translations"][example]
+    steps = len(output) + 1
+    heads = translated["cross"].shape[1]
+    fig = plt.figure(figsize=(3.4 * heads, 7.2), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.25])
+    _head_maps(top, translated["decoder_self"][example, :, :steps, :steps].numpy(), ["⟨bos⟩"] + list(output),
+               list(output) + ["⟨eos⟩"], "decoder input", "output character")
+    top.suptitle(f"decoder self-attention (masked), writing {output!r}", fontsize=10)
+    chars = _characters(source)
+    _head_maps(bottom, translated["encoder_self"][example, :, :len(source), :len(source)].numpy(), chars, chars,
+               "source character (key)", "source character (query)")
+    bottom.suptitle(f"encoder self-attention, reading {source!r}", fontsize=10)
+    return fig
+
+
+def comparison_table(rows: dict[str, dict]) -> str:
+    """A Markdown table of trained models: ``rows`` maps a model's name to a dict with
+    ``accuracy`` (held-out exact match), ``history`` (of the training loop) and
+    ``parameters``. Times are the loop's wall time and the CPU time of the process
+    during it (on a shared machine, the wall time also counts the waiting)."""
+    lines = ["| model | held-out exact match | training time | CPU time | time per step | parameters | steps "
+             "| device |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name, row in rows.items():
+        history = row["history"]
+        steps = history["steps_done"]
+        lines.append(f"| {name} | {row['accuracy']:.2%} | {history['seconds']:.1f} s | "
+                     f"{history['cpu_seconds']:.1f} s | {1000 * history['seconds'] / steps:.0f} ms | "
+                     f"{row['parameters']:,} | {steps} | {history['device']} |")
+    return "\n".join(lines)
