@@ -146,7 +146,7 @@ def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4
                             tgt_len: int = 6, src_len: int = 9) -> float:
     """Largest ``|difference|`` between the outputs of :class:`DecoderBlock` and of
     ``torch.nn.TransformerDecoderLayer`` (``batch_first=True``, post-norm, dropout 0)
-    holding the same weights (:func:`to_torch_decoder_layer`), in ``float32``.
+    holding the same weights (:func:`to_torch_decoder_layer`), in ``float64``.
 
     The inputs are a batch of two random target sequences ``(2, tgt_len, d_model)`` and
     two encoder outputs ``(2, src_len, d_model)``, the second padded after 5 tokens. The
@@ -158,9 +158,10 @@ def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4
     torch.manual_seed(seed)
     block = DecoderBlock(d_model, num_heads, d_ff).eval()
     _random_norms(block, generator)
+    block = block.double()
     twin = to_torch_decoder_layer(block).eval()
-    X = torch.randn(2, tgt_len, d_model, generator=generator)
-    memory = torch.randn(2, src_len, d_model, generator=generator)
+    X = torch.randn(2, tgt_len, d_model, generator=generator, dtype=torch.float64)
+    memory = torch.randn(2, src_len, d_model, generator=generator, dtype=torch.float64)
     src_mask = torch.ones(2, src_len, dtype=torch.bool)
     src_mask[1, 5:] = False
     tgt_mask = causal_mask(tgt_len)
