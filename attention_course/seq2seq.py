@@ -18,12 +18,13 @@ interface ``init_state(enc_outputs, enc_hidden, src_mask) -> state`` and
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attention_course.training import fit
 
 __all__ = [
     "GRUEncoder",
@@ -110,11 +111,9 @@ def train_seq2seq(
     ``lr / 20`` over ``num_steps``, unless ``lr_lambda(step)`` (``step`` counted from 1)
     gives the factor that multiplies ``lr`` at each step.
     ``forward(model, batch) -> (logits, labels)`` says how the model reads a batch; by
-    default ``model(batch.src, batch.src_mask, batch.tgt_in)`` against ``batch.labels``. Every ``eval_every`` steps the validation loss is
-    measured. ``max_seconds`` stops the loop early when the wall time runs out (a guard
-    for slow machines; the run is then no longer step-for-step reproducible). On the CPU
-    the loop runs on one thread (restored afterwards): for a model this small that is as
-    fast as several, and it does not fight the other processes of a shared machine.
+    default ``model(batch.src, batch.src_mask, batch.tgt_in)`` against ``batch.labels``.
+    Every ``eval_every`` steps the validation loss is measured. The loop itself, with its
+    wall-clock guard ``max_seconds``, is :func:`attention_course.training.fit`.
 
     Returns a dict: ``step``, ``loss`` (training loss per step), ``valid_step``,
     ``valid_loss``, ``seconds`` (wall time), ``steps_done``, ``device``.
@@ -123,65 +122,24 @@ def train_seq2seq(
     model.to(device)
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
     if lr_lambda is None:
         def lr_lambda(step):
             return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(step - 1, num_steps) / num_steps))
-    if forward is None:
-        forward = _read_batch
-    # LambdaLR counts from 0; the course's schedules count steps from 1
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_lambda(s + 1))
+    forward = forward or _read_batch
     pad_id = task.tgt_vocab.pad_id
     valid = task.batch(task.valid, device)
-    history = {"step": [], "loss": [], "valid_step": [], "valid_loss": [], "device": str(device)}
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
 
-        bar = tqdm(total=num_steps, desc="training", unit="step")
-    # A model this small runs as fast on one CPU thread as on several, and one thread
-    # does not fight the other processes of a shared machine.
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    step = 0
-    try:
-        for step in range(1, num_steps + 1):
-            model.train()
-            picks = torch.randint(len(task.train), (batch_size,), generator=generator).tolist()
-            batch = task.batch([task.train[i] for i in picks], device)
-            logits, labels = forward(model, batch)
-            loss = loss_fn(logits, labels, pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            schedule.step()
-            history["step"].append(step)
-            history["loss"].append(loss.item())
-            out_of_time = max_seconds is not None and time.perf_counter() - start > max_seconds
-            if step % eval_every == 0 or step == num_steps or out_of_time:
-                model.eval()
-                with torch.no_grad():
-                    logits, labels = forward(model, valid)
-                    history["valid_step"].append(step)
-                    history["valid_loss"].append(float(loss_fn(logits, labels, pad_id)))
-            if bar is not None:
-                bar.update(1)
-                if step % 25 == 0:
-                    bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
-            if out_of_time:
-                break
-    finally:
-        torch.set_num_threads(threads)
-    if bar is not None:
-        bar.close()
-    model.eval()
-    history["seconds"] = time.perf_counter() - start
-    history["cpu_seconds"] = time.process_time() - cpu_start
-    history["steps_done"] = step
-    return history
+    def training_loss(step: int) -> torch.Tensor:
+        picks = torch.randint(len(task.train), (batch_size,), generator=generator).tolist()
+        logits, labels = forward(model, task.batch([task.train[i] for i in picks], device))
+        return loss_fn(logits, labels, pad_id)
+
+    def evaluate() -> dict[str, float]:
+        logits, labels = forward(model, valid)
+        return {"valid_loss": float(loss_fn(logits, labels, pad_id))}
+
+    return fit(model, training_loss, evaluate, num_steps=num_steps, lr=lr, lr_lambda=lr_lambda, device=device,
+               betas=betas, clip=clip, eval_every=eval_every, max_seconds=max_seconds, progress=progress)
 
 
 def _read_batch(model: nn.Module, batch) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import string
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from attention_course.training import fit
 
 __all__ = [
     "IGNORE",
@@ -170,9 +171,8 @@ def train_tagger(model: nn.Module, task: TaggingTask, num_steps: int = 600, batc
     The learning rate rises linearly over ``warmup`` steps to ``lr``, then decays along a
     cosine to ``lr / 20``; the gradient norm is clipped to ``clip``; batches are drawn
     from a generator seeded with ``seed``. Every ``eval_every`` steps the validation
-    accuracy is measured. ``max_seconds`` stops early on a slow machine (the run is then
-    no longer step-for-step reproducible). On the CPU the loop runs on one thread (a
-    model this small is no faster on more, and it leaves the other cores free).
+    accuracy is measured. The loop itself, with its wall-clock guard ``max_seconds``, is
+    :func:`attention_course.training.fit`.
 
     Returns a dict: ``step``, ``loss``, ``valid_step``, ``valid_accuracy``, ``seconds``,
     ``cpu_seconds``, ``steps_done``, ``device``.
@@ -181,55 +181,17 @@ def train_tagger(model: nn.Module, task: TaggingTask, num_steps: int = 600, batc
     model.to(device)
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
 
     def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress_ = min(step - warmup, num_steps - warmup) / max(num_steps - warmup, 1)
-        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress_))
+        if step <= warmup:
+            return step / warmup
+        done = min(step - 1 - warmup, num_steps - warmup) / max(num_steps - warmup, 1)
+        return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * done))
 
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-    history = {"step": [], "loss": [], "valid_step": [], "valid_accuracy": [], "device": str(device)}
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    def training_loss(step: int) -> torch.Tensor:
+        batch = task.train[torch.randint(len(task.train), (batch_size,), generator=generator)].to(device)
+        return tagging_loss(model(batch.tokens, batch.mask), batch.labels)
 
-        bar = tqdm(total=num_steps, desc="training", unit="step")
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    step = 0
-    try:
-        for step in range(1, num_steps + 1):
-            model.train()
-            rows = torch.randint(len(task.train), (batch_size,), generator=generator)
-            batch = task.train[rows].to(device)
-            loss = tagging_loss(model(batch.tokens, batch.mask), batch.labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            schedule.step()
-            history["step"].append(step)
-            history["loss"].append(loss.item())
-            out_of_time = max_seconds is not None and time.perf_counter() - start > max_seconds
-            if step % eval_every == 0 or step == num_steps or out_of_time:
-                history["valid_step"].append(step)
-                history["valid_accuracy"].append(token_accuracy(model, task.valid))
-            if bar is not None:
-                bar.update(1)
-                if step % 25 == 0:
-                    bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
-            if out_of_time:
-                break
-    finally:
-        torch.set_num_threads(threads)
-    if bar is not None:
-        bar.close()
-    model.eval()
-    history["seconds"] = time.perf_counter() - start
-    history["cpu_seconds"] = time.process_time() - cpu_start
-    history["steps_done"] = step
-    return history
+    return fit(model, training_loss, lambda: {"valid_accuracy": token_accuracy(model, task.valid)},
+               num_steps=num_steps, lr=lr, lr_lambda=factor, device=device, clip=clip, eval_every=eval_every,
+               max_seconds=max_seconds, progress=progress)

@@ -1,0 +1,98 @@
+"""The training loop every trained chapter shares (3, 6 and 7).
+
+:func:`fit` owns what does not depend on the task: Adam, the learning-rate schedule,
+gradient clipping, the periodic evaluation, the wall-clock guard, the progress bar, the
+timing, and one CPU thread while training. The task-specific loops
+(:func:`attention_course.seq2seq.train_seq2seq`, :func:`attention_course.tagging.train_tagger`)
+say how to compute the loss of one training step and how to evaluate.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+from torch import nn
+
+__all__ = ["fit"]
+
+
+def fit(
+    model: nn.Module,
+    training_loss: Callable[[int], torch.Tensor],
+    evaluate: Callable[[], dict[str, float]],
+    *,
+    num_steps: int,
+    lr: float,
+    lr_lambda: Callable[[int], float],
+    device: torch.device,
+    betas: tuple[float, float] = (0.9, 0.999),
+    clip: float = 1.0,
+    eval_every: int = 100,
+    max_seconds: float | None = None,
+    progress: bool = True,
+) -> dict:
+    """Train ``model`` for ``num_steps`` Adam steps; return the history.
+
+    ``training_loss(step)`` (steps count from 1) returns the loss of that step's batch, with
+    the model in training mode. The learning rate of step ``s`` is ``lr * lr_lambda(s)``;
+    the gradient norm is clipped to ``clip``. Every ``eval_every`` steps, at the last step,
+    and when ``max_seconds`` of wall time have run out (a guard for slow machines: the run
+    then stops early and is no longer step-for-step reproducible), ``evaluate()`` runs in
+    eval mode without gradients and its metrics are recorded. On the CPU the loop runs on
+    one thread (restored afterwards): a model this small is as fast on one as on several,
+    and one thread does not fight the other processes of a shared machine.
+
+    Returns a dict: ``step`` and ``loss`` (per step), ``valid_step`` and one list per
+    metric of ``evaluate``, ``seconds`` (wall time), ``cpu_seconds``, ``steps_done``,
+    ``device``.
+    """
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
+    # LambdaLR counts from 0; the course's schedules count steps from 1
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_lambda(s + 1))
+    history: dict = {"step": [], "loss": [], "valid_step": [], "device": str(device)}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=num_steps, desc="training", unit="step")
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    step = 0
+    try:
+        for step in range(1, num_steps + 1):
+            model.train()
+            loss = training_loss(step)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            schedule.step()
+            history["step"].append(step)
+            history["loss"].append(loss.item())
+            out_of_time = max_seconds is not None and time.perf_counter() - start > max_seconds
+            if step % eval_every == 0 or step == num_steps or out_of_time:
+                model.eval()
+                with torch.no_grad():
+                    metrics = evaluate()
+                history["valid_step"].append(step)
+                for name, value in metrics.items():
+                    history.setdefault(name, []).append(value)
+            if bar is not None:
+                bar.update(1)
+                if step % 25 == 0:
+                    bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
+            if out_of_time:
+                break
+    finally:
+        torch.set_num_threads(threads)
+        if bar is not None:
+            bar.close()
+    model.eval()
+    history["seconds"] = time.perf_counter() - start
+    history["cpu_seconds"] = time.process_time() - cpu_start
+    history["steps_done"] = step
+    return history
