@@ -86,12 +86,10 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
             f"masks are boolean tensors with True = may attend, got dtype {mask.dtype}; "
             "turn an additive 0/-inf mask into a boolean one with `mask == 0`"
         )
+    # the lowest finite score (not -inf) keeps a fully masked row finite: its scores are all
+    # equal, so softmax spreads it uniformly, and the product with the mask makes it 0
     filled = torch.where(mask, scores, torch.finfo(scores.dtype).min)
-    shifted = filled - filled.amax(dim=-1, keepdim=True)
-    exps = torch.exp(shifted) * mask  # masked keys contribute exactly 0
-    totals = exps.sum(dim=-1, keepdim=True)
-    # a fully masked row has total 0: divide by 1 instead, its weights stay 0
-    return exps / torch.where(totals > 0, totals, torch.ones_like(totals))
+    return torch.softmax(filled, dim=-1) * mask
 
 
 # --------------------------------------------------------------------------------------
