@@ -321,6 +321,22 @@ WRONG = {
         "d_ff_ignored": _block_init_with(
             "PositionWiseFFN(d_model, d_ff, dropout)", "PositionWiseFFN(d_model, 4 * d_model, dropout)"
         ),
+        # the three below agree with the right block in eval mode: only dropout tells them apart
+        "addnorm_arguments_swapped": _block(forward="""
+            Y = self.addnorm1(self.attention(X, X, X, src_mask), X)
+            return self.addnorm2(self.ffn(Y), Y)
+            """),
+        "sub_layer_outputs_dropped_twice": _block(
+            init=_BLOCK_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward="""
+            Y = self.addnorm1(X, self.dropout(self.attention(X, X, X, src_mask)))
+            return self.addnorm2(Y, self.dropout(self.ffn(Y)))
+            """,
+        ),
+        "addnorm_dropout_bypassed": _block(forward="""
+            Y = self.addnorm1.ln(X + self.attention(X, X, X, src_mask))
+            return self.addnorm2.ln(Y + self.ffn(Y))
+            """),
     },
     "TransformerEncoder": {
         "embeddings_not_scaled": _encoder_forward_with(_EMBED, "X = self.pos_encoding(self.embedding(src))"),
@@ -372,6 +388,12 @@ WRONG = {
         ),
         "dropout_not_passed_to_the_blocks": _encoder_init_with(
             "EncoderBlock(d_model, num_heads, d_ff, dropout)", "EncoderBlock(d_model, num_heads, d_ff)"
+        ),
+        "embeddings_dropped_twice": _encoder(
+            init=_ENCODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_ENCODER_FORWARD.replace(
+                _EMBED, "X = self.pos_encoding(self.dropout(self.embedding(src) * math.sqrt(self.d_model)))"
+            ),
         ),
     },
     "answer_batchnorm": {f"answer_{c}": f'answer_batchnorm = "{c}"\n' for c in "bcd"},

@@ -357,6 +357,9 @@ WRONG = {
         "dense_without_bias": _decoder_init_with(
             "nn.Linear(d_model, vocab_size)", "nn.Linear(d_model, vocab_size, bias=False)"
         ),
+        "pos_encoding_without_dropout": _decoder_init_with(
+            "PositionalEncoding(d_model, max_len, dropout)", "PositionalEncoding(d_model, max_len)"
+        ),
     },
     "Transformer": {
         "decoder_not_given_the_source_mask": _transformer(
@@ -422,6 +425,10 @@ WRONG = {
             "probabilities = torch.softmax(model.decode(tokens, memory, src_mask)[:, -1], dim=-1)\n"
             "        next_token = torch.multinomial(probabilities, 1)[:, 0]",
         ),
+        "no_eval_mode": _greedy_with("model.eval()\n", ""),
+        "pad_hard_coded_0": _greedy_with("masked_fill(done, pad_id)", "masked_fill(done, 0)"),
+        "eos_hard_coded_2": _greedy_with("(next_token == eos_id)", "(next_token == 2)"),
+        "bos_hard_coded_1": _greedy_with("torch.full((src.shape[0], 1), bos_id,", "torch.full((src.shape[0], 1), 1,"),
     },
     "noam_lr": {
         "steps_from_0": _noam(
@@ -463,6 +470,15 @@ CORRECT = {
     },
     "teacher_forcing_pair": {
         "package_reference": "from attention_course.transformer import teacher_forcing_pair\n",
+        # the shape as torch.Size prints it: torch.Size([2, 1])
+        "message_with_torch_size": _function(
+            SHIFT,
+            """
+            if tgt.dim() == 0 or tgt.shape[-1] < 2:
+                raise ValueError(f"targets of shape {tgt.shape} hold fewer than 2 tokens")
+            return tgt[..., :-1], tgt[..., 1:]
+            """,
+        ),
         "narrow": _function(
             SHIFT,
             """
