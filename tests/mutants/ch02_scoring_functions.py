@@ -5,8 +5,9 @@
 each must pass every test.
 """
 
-from textwrap import dedent, indent
+from textwrap import dedent
 
+from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
 
 
@@ -39,14 +40,11 @@ def _softmax(body: str, check: str = _BOOL_CHECK) -> str:
 
 
 def _additive(init: str, forward: str) -> str:
-    return (
-        "class AdditiveAttention(nn.Module):\n"
-        "    def __init__(self, query_size, key_size, num_hiddens, dropout=0.0):\n"
-        "        super().__init__()\n"
-        + indent(dedent(init).strip("\n"), "        ")
-        + "\n\n    def forward(self, queries, keys, values, mask=None):\n"
-        + indent(dedent(forward).strip("\n"), "        ")
-        + "\n"
+    return _class(
+        "AdditiveAttention",
+        "def __init__(self, query_size, key_size, num_hiddens, dropout=0.0):",
+        init,
+        {"def forward(self, queries, keys, values, mask=None):": forward},
     )
 
 

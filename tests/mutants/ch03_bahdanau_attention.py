@@ -6,9 +6,9 @@ fast unit test before the training cell runs).
 pass every test, the training included.
 """
 
-from textwrap import dedent, indent
-
+from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
+from mutant_source import replaced as _replaced
 
 
 _INIT = """
@@ -38,22 +38,16 @@ return self.dense(torch.cat(outputs, dim=1)), (enc_outputs, hidden, src_mask)
 
 
 def _decoder(init: str = _INIT, init_state: str = _INIT_STATE, forward: str = _FORWARD) -> str:
-    return (
-        "class BahdanauDecoder(nn.Module):\n"
-        "    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers=1, dropout=0.0):\n"
-        "        super().__init__()\n"
-        + indent(dedent(init).strip("\n"), "        ")
-        + "\n\n    def init_state(self, enc_outputs, enc_hidden, src_mask):\n"
-        + indent(dedent(init_state).strip("\n"), "        ")
-        + "\n\n    def forward(self, tgt_in, state):\n"
-        + indent(dedent(forward).strip("\n"), "        ")
-        + "\n"
+    return _class(
+        "BahdanauDecoder",
+        "def __init__(self, vocab_size, embed_size, num_hiddens, num_layers=1, dropout=0.0):",
+        init,
+        {"def init_state(self, enc_outputs, enc_hidden, src_mask):": init_state, "def forward(self, tgt_in, state):": forward},
     )
 
 
 def _forward_with(old: str, new: str) -> str:
-    assert old in _FORWARD, old
-    return _decoder(forward=_FORWARD.replace(old, new))
+    return _decoder(forward=_replaced(_FORWARD, old, new))
 
 
 LOSS = "def sequence_loss(logits, labels, pad_id):"
@@ -79,8 +73,7 @@ with torch.no_grad():
 
 
 def _greedy_with(old: str, new: str) -> str:
-    assert old in _GREEDY_BODY, old
-    return _function(GREEDY, _GREEDY_BODY.replace(old, new))
+    return _function(GREEDY, _replaced(_GREEDY_BODY, old, new))
 
 
 WRONG = {

@@ -5,9 +5,11 @@
 each must pass every test.
 """
 
-from textwrap import dedent, indent
+from textwrap import dedent
 
+from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
+from mutant_source import replaced as _replaced
 
 
 SPLIT = "def split_heads(X, num_heads):"
@@ -52,21 +54,17 @@ return self.W_o(merge_heads(self.dropout(self.attention_weights) @ V))
 
 
 def _mha(init: str = _INIT, forward: str = _FORWARD) -> str:
-    return (
-        "class MultiHeadAttention(nn.Module):\n"
-        "    def __init__(self, d_model, num_heads, dropout=0.0, bias=True):\n"
-        "        super().__init__()\n"
-        + indent(dedent(init).strip("\n"), "        ")
-        + "\n\n    def forward(self, queries, keys, values, mask=None):\n"
-        + indent(dedent(forward).strip("\n"), "        ")
-        + "\n"
+    return _class(
+        "MultiHeadAttention",
+        "def __init__(self, d_model, num_heads, dropout=0.0, bias=True):",
+        init,
+        {"def forward(self, queries, keys, values, mask=None):": forward},
     )
 
 
 def _forward_with(old: str, new: str) -> str:
     """The reference class with one line of the forward replaced."""
-    assert old in _FORWARD, old
-    return _mha(forward=_FORWARD.replace(old, new))
+    return _mha(forward=_replaced(_FORWARD, old, new))
 
 
 _SCORES = "scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])"

@@ -7,6 +7,7 @@ each must pass every test.
 
 from textwrap import dedent, indent
 
+from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
 
 
@@ -32,14 +33,8 @@ def _table(angles: str, fill: str = "") -> str:
 
 
 def _pe(init: str, forward: str) -> str:
-    return (
-        "class PositionalEncoding(nn.Module):\n"
-        "    def __init__(self, d_model, max_len=5000, dropout=0.0):\n"
-        "        super().__init__()\n"
-        + indent(dedent(init).strip("\n"), "        ")
-        + "\n\n    def forward(self, X):\n"
-        + indent(dedent(forward).strip("\n"), "        ")
-        + "\n"
+    return _class(
+        "PositionalEncoding", "def __init__(self, d_model, max_len=5000, dropout=0.0):", init, {"def forward(self, X):": forward}
     )
 
 

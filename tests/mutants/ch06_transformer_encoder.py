@@ -7,24 +7,10 @@ breaks the training's backward pass, and the wrong answers to the questions).
 must pass every test, the training included.
 """
 
-from textwrap import dedent, indent
+from textwrap import dedent
 
-from mutant_source import function_cell as _function
-
-
-def _class(name: str, init_signature: str, init: str, methods: dict[str, str]) -> str:
-    """A class cell ``name(nn.Module)``: its ``__init__`` (``init_signature``, then the body
-    after ``super().__init__()``) and each method's ``def`` line with its body."""
-    source = f"class {name}(nn.Module):\n"
-    source += indent(_function(init_signature, "super().__init__()\n" + dedent(init).strip("\n")), "    ")
-    for signature, body in methods.items():
-        source += "\n" + indent(_function(signature, body), "    ")
-    return source
-
-
-def _replaced(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new)
+from mutant_source import class_cell as _class
+from mutant_source import replaced as _replaced
 
 
 # --- 1. LayerNorm -------------------------------------------------------------------------

@@ -7,29 +7,17 @@ pass every test, the training included.
 ``WRONG_IN_KERNEL``: a mistake that only shows inside the learner's own process.
 """
 
-from textwrap import dedent, indent
+from textwrap import dedent
 
+from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
+from mutant_source import replaced as _replaced
 
 
 CAUSAL = "def causal_mask(size, device=None):"
 SHIFT = "def teacher_forcing_pair(tgt):"
 GREEDY = "def greedy_decode(model, src, src_mask, bos_id, eos_id, pad_id, max_len):"
 NOAM = "def noam_lr(step, d_model, warmup):"
-
-
-def _module(header: str, init: str, methods: dict[str, str]) -> str:
-    """A class cell: ``header`` (the class and ``__init__`` lines), the body of ``__init__``
-    and each method's ``def`` line with its body."""
-    source = header + "\n        super().__init__()\n" + indent(dedent(init).strip("\n"), "        ") + "\n"
-    for signature, body in methods.items():
-        source += f"\n    {signature}\n" + indent(dedent(body).strip("\n"), "        ") + "\n"
-    return source
-
-
-def _replaced(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new)
 
 
 _SHIFT_CHECK = """
@@ -42,10 +30,7 @@ def _shift(body: str, check: str = _SHIFT_CHECK) -> str:
     return _function(SHIFT, dedent(check) + dedent(body).lstrip("\n"))
 
 
-_BLOCK_HEADER = (
-    "class DecoderBlock(nn.Module):\n"
-    "    def __init__(self, d_model, num_heads, d_ff, dropout=0.0):"
-)
+_BLOCK_SIGNATURE = "def __init__(self, d_model, num_heads, d_ff, dropout=0.0):"
 
 _BLOCK_INIT = """
 self.self_attention = MultiHeadAttention(d_model, num_heads, dropout)
@@ -64,7 +49,7 @@ return self.addnorm3(Z, self.ffn(Z))
 
 
 def _block(init: str = _BLOCK_INIT, forward: str = _BLOCK_FORWARD) -> str:
-    return _module(_BLOCK_HEADER, init, {"def forward(self, X, memory, tgt_mask=None, memory_mask=None):": forward})
+    return _class("DecoderBlock", _BLOCK_SIGNATURE, init, {"def forward(self, X, memory, tgt_mask=None, memory_mask=None):": forward})
 
 
 def _block_forward_with(old: str, new: str) -> str:
@@ -75,10 +60,7 @@ def _block_init_with(old: str, new: str) -> str:
     return _block(init=_replaced(_BLOCK_INIT, old, new))
 
 
-_DECODER_HEADER = (
-    "class TransformerDecoder(nn.Module):\n"
-    "    def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0, max_len=512):"
-)
+_DECODER_SIGNATURE = "def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0, max_len=512):"
 
 _DECODER_INIT = """
 self.d_model = d_model
@@ -99,7 +81,7 @@ return self.dense(X)
 
 
 def _decoder(init: str = _DECODER_INIT, forward: str = _DECODER_FORWARD) -> str:
-    return _module(_DECODER_HEADER, init, {"def forward(self, tgt_in, memory, src_mask=None):": forward})
+    return _class("TransformerDecoder", _DECODER_SIGNATURE, init, {"def forward(self, tgt_in, memory, src_mask=None):": forward})
 
 
 def _decoder_forward_with(old: str, new: str) -> str:
@@ -110,10 +92,9 @@ def _decoder_init_with(old: str, new: str) -> str:
     return _decoder(init=_replaced(_DECODER_INIT, old, new))
 
 
-_TRANSFORMER_HEADER = (
-    "class Transformer(nn.Module):\n"
-    "    def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0,\n"
-    "                 max_len=512):"
+_TRANSFORMER_SIGNATURE = (
+    "def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0,\n"
+    "             max_len=512):"
 )
 
 _TRANSFORMER_INIT = """
@@ -138,7 +119,7 @@ def _transformer(init: str = _TRANSFORMER_INIT, **methods: str) -> str:
     for name, body in methods.items():
         (signature,) = [s for s in bodies if s.startswith(f"def {name}(")]
         bodies[signature] = body
-    return _module(_TRANSFORMER_HEADER, init, bodies)
+    return _class("Transformer", _TRANSFORMER_SIGNATURE, init, bodies)
 
 
 _GREEDY_BODY = """
