@@ -248,6 +248,29 @@ def check_rows_sum_to_one(weights: Any, *, name: str = "attention weights", atol
         )
 
 
+def check_dropout(got: Any, undropped: Any, p: float, *, name: str = "output", atol: float = 1e-5,
+                  slack: float = 0.15) -> None:
+    """Fail unless ``got`` is ``undropped`` passed once through dropout with probability ``p``.
+
+    Inverted dropout (``nn.Dropout`` in training mode) zeroes each entry with probability
+    ``p`` and scales the others by ``1 / (1 - p)``. So every nonzero entry of ``got`` must
+    equal ``undropped / (1 - p)``, and the fraction of zeros must lie strictly within
+    ``slack`` of ``p``. Dropout applied twice, or not at all, or to the wrong tensor fails
+    one or the other. ``got`` and ``undropped`` have the same shape; ``undropped`` has no
+    zeros of its own.
+    """
+    check_shape(got, _shape(undropped), name=name)
+    g = _to_numpy(got).astype(np.float64)
+    kept = g != 0
+    check_close(g[kept], _to_numpy(undropped).astype(np.float64)[kept] / (1 - p), atol=atol,
+                name=f"{name}, its entries that dropout kept (each scaled by 1 / (1 - p) = {1 / (1 - p):.3g})")
+    dropped = 1 - float(kept.mean())
+    if not p - slack < dropped < p + slack:
+        raise AssertionError(
+            f"{name}: {dropped:.0%} of the entries are zero; dropout with p = {p} applied once zeroes about "
+            f"{p:.0%} of them"
+        )
+
 def check_choice(answer: Any, choices: str, *, name: str) -> str:
     """Fail unless ``answer`` is one letter among ``choices`` (case-insensitive); return it lower-cased."""
     if not isinstance(answer, str) or answer.strip().lower() not in choices.lower():
@@ -268,6 +291,7 @@ __all__ = [
     "check_equal",
     "check_raises",
     "check_rows_sum_to_one",
+    "check_dropout",
     "check_choice",
 ]
 

@@ -72,3 +72,16 @@ def test_shape_type_device_finite():
     assert "expected a int" in _message(checks.check_type, "x", int)
     checks.check_device(torch.zeros(1), "cpu")
     assert "the first is at index (1,)" in _message(checks.check_finite, np.array([0.0, np.inf]))
+
+
+def test_check_dropout_accepts_one_dropout_and_names_what_differs():
+    torch.manual_seed(0)
+    undropped = torch.rand(40, 50) + 0.5  # no zeros of its own
+    checks.check_dropout(torch.nn.functional.dropout(undropped, 0.5), undropped, p=0.5, name="x")
+    checks.check_dropout(torch.nn.functional.dropout(undropped, 0.2), undropped, p=0.2, name="x")
+    twice = torch.nn.functional.dropout(torch.nn.functional.dropout(undropped, 0.5), 0.5)
+    assert "entries that dropout kept" in _message(checks.check_dropout, twice, undropped, p=0.5, name="x")
+    assert "0% of the entries are zero" in _message(checks.check_dropout, 2 * undropped, undropped, p=0.5, name="x")
+    unscaled = torch.where(torch.rand(40, 50) < 0.5, 0.0, undropped)
+    assert "scaled by 1 / (1 - p) = 2" in _message(checks.check_dropout, unscaled, undropped, p=0.5, name="x")
+    assert "wrong shape" in _message(checks.check_dropout, undropped[:, :3], undropped, p=0.5, name="x")
