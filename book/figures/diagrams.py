@@ -10,8 +10,9 @@ Shapes on the arrows follow the course's conventions: ``B`` sequences per batch,
 source and ``T`` target positions, ``D`` the model width (``d_model``), ``h`` heads of
 width ``d = D/h``, ``F`` the feed-forward width (``d_ff``), ``V`` a vocabulary size.
 
-Each ``draw_*`` function returns the figure; :data:`ALT` holds the alt text the book gives
-each one.
+Each ``draw_*`` function returns the figure. The pages give each picture its alt text and
+the classes ``course-diagram diagram-<function name>`` (MyST-NB's ``mystnb: image:`` cell
+metadata), by which the screenshot test finds it.
 """
 
 from __future__ import annotations
@@ -34,50 +35,6 @@ COLOURS = {
     "linear": "#d9e4f5",
     "rnn": "#e6dcf2",
 }
-
-ALT = {
-    "draw_encoder": (
-        "The Transformer encoder as a column of boxes: source ids (B, S) go through the "
-        "embedding scaled by the square root of D and the positional encoding to (B, S, D); "
-        "then N identical blocks, each multi-head self-attention (heads of shape (B, h, S, d)) "
-        "followed by add and norm, then the position-wise feed-forward network (hidden "
-        "(B, S, F)) followed by add and norm, with a residual arrow around each sub-layer; "
-        "the output, the memory, is (B, S, D)."
-    ),
-    "draw_transformer": (
-        "The whole encoder-decoder Transformer. Left, the encoder column from source ids "
-        "(B, S) to the memory (B, S, D). Right, the decoder column: target ids shifted right "
-        "(B, T), embedding and positional encoding to (B, T, D), then N blocks of masked "
-        "self-attention with a causal (T, T) mask, add and norm, cross-attention whose "
-        "queries are (B, T, D) and whose keys and values are the memory (B, S, D), add and "
-        "norm, feed-forward (B, T, F), add and norm; a final linear layer gives logits "
-        "(B, T, V)."
-    ),
-    "draw_multihead": (
-        "Multi-head attention as data flow, left to right: queries (B, n, D), keys and values "
-        "(B, m, D) are each projected by W_q, W_k, W_v to the same shapes, split into h heads "
-        "(B, h, n, d) and (B, h, m, d), attended per head with scaled dot-product attention "
-        "(weights (B, h, n, m), output (B, h, n, d)), merged back to (B, n, D) and mixed by "
-        "W_o into the output (B, n, D)."
-    ),
-    "draw_bahdanau": (
-        "One decoder step of the Bahdanau model. Bottom, a GRU encoder reads the embedded "
-        "source and keeps one state per position, (B, S, h). The decoder's previous state "
-        "s_{t-1}, (B, h), is the query of additive attention over those states; the weights "
-        "(B, S) average them into the context c_t, (B, h); the context, concatenated with the "
-        "embedding of the previous token, (B, E + h), enters the decoder GRU, whose new state "
-        "s_t goes through a linear layer to logits (B, V) and on to the next step."
-    ),
-    "draw_teacher_forcing": (
-        "Training and inference side by side, for the date 1998-03-03. Left, teacher "
-        "forcing: the decoder reads the whole true target shifted right, <bos> 1 9 9 8 ..., "
-        "in one pass under the causal mask and is scored at every position against the "
-        "target shifted left. Right, greedy decoding: the decoder starts from <bos> alone, "
-        "and at each step its most likely next token is appended to its input and the "
-        "decoder runs again, until it writes <eos>."
-    ),
-}
-
 
 # --------------------------------------------------------------------------- drawing kit
 
