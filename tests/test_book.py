@@ -695,7 +695,7 @@ def test_page_renders_offline_in_a_browser(visits, html, doc):
 
 # ------------------------------------------------------------------- the architecture pictures
 
-DIAGRAM_CLASS = re.compile(r"\bdiagram-(draw_\w+)")
+DIAGRAM_CLASS = re.compile(r"\bdiagram-(draw-[a-z-]+)")
 #: the smallest text of a picture, on the screen, as a share of the body text's size
 MIN_TEXT_SHARE = 0.70
 
@@ -709,7 +709,7 @@ document.getElementById("page").addEventListener("load", () => {{
   const doc = document.getElementById("page").contentDocument;
   const body = doc.querySelector("article p") || doc.body;
   const images = [...doc.querySelectorAll("img.course-diagram")].map(img => ({{
-    classes: img.className, alt: img.getAttribute("alt") || "",
+    classes: img.className, alt: img.getAttribute("alt") || "", src: img.getAttribute("src"),
     width: img.getBoundingClientRect().width, natural: img.naturalWidth}}));
   document.getElementById("result").textContent = JSON.stringify({{
     body_px: parseFloat(doc.defaultView.getComputedStyle(body).fontSize), images}});
@@ -718,22 +718,19 @@ document.getElementById("page").addEventListener("load", () => {{
 
 
 def diagram_docs() -> dict[str, list[str]]:
-    """The chapter pages that draw pictures of ``book/figures/diagrams.py``, and their names."""
+    """The chapter pages that draw pictures of ``book/figures/diagrams.py``, and the names of
+    the functions that draw them. A page marks a picture with the class ``diagram-draw-<name>``
+    (docutils turns the ``_`` of a class into ``-``, so the function ``draw_<name>`` is spelt so)."""
     found = {}
     for doc in chapter_docs():
-        names = DIAGRAM_CLASS.findall(source_of(doc).read_text())
+        names = [n.replace("-", "_") for n in DIAGRAM_CLASS.findall(source_of(doc).read_text())]
         if names:
             found[doc] = names
     return found
 
 
-def smallest_text_pt_per_inch(name: str) -> float:
-    """The smallest font of a picture (points) divided by the picture's width (inches).
-
-    On the screen that text is ``ratio * displayed width / 72`` pixels high. The figure's
-    own width is used, not the (possibly narrower) cropped width of the saved PNG, so the
-    estimate can only err on the small side.
-    """
+def smallest_text_pt(name: str) -> float:
+    """The smallest font, in points, of the picture that ``diagrams.<name>()`` draws."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -746,7 +743,7 @@ def smallest_text_pt_per_inch(name: str) -> float:
         sys.path.remove(str(REPO / "book"))
     fig = getattr(diagrams, name)()
     try:
-        return diagrams.smallest_text(fig) / fig.get_size_inches()[0]
+        return diagrams.smallest_text(fig)
     finally:
         plt.close(fig)
 
@@ -777,6 +774,8 @@ def diagram_measures(html, tmp_path_factory) -> dict:
             result = BeautifulSoup(visit.dom, "html.parser").select_one("#result").get_text()
             assert result != "not measured", f"{doc}: the page did not load in the probe frame"
             measures[doc] = json.loads(result)
+            for img in measures[doc]["images"]:
+                img["file"] = str(_local_target(html / f"{doc}.html", img["src"], html))
     return measures
 
 
@@ -787,15 +786,22 @@ def test_architecture_pictures_are_readable_and_described(diagram_measures, doc)
     body = measured["body_px"]
     assert 10 <= body <= 30, f"{doc}: body text measured at {body}px"
     for name in diagram_docs()[doc]:
-        images = [img for img in measured["images"] if f"diagram-{name}" in img["classes"].split()]
-        assert len(images) == 1, f"{doc}: {len(images)} pictures with the class diagram-{name}"
+        css = "diagram-" + name.replace("_", "-")
+        images = [img for img in measured["images"] if css in img["classes"].split()]
+        assert len(images) == 1, f"{doc}: {len(images)} pictures with the class {css}"
         img = images[0]
         assert img["natural"] > 0 and img["width"] > 0, f"{doc}: {name} did not load"
         alt = img["alt"]
         assert len(alt) >= 150 and "(B," in alt, (
             f"{doc}: {name}'s alt text must describe the picture and its shapes, got {alt!r}"
         )
-        text_px = smallest_text_pt_per_inch(name) * img["width"] / 72
+        # The PNG records its resolution: a point is dpi / 72 of its pixels, and the browser
+        # shows each of its pixels width / natural screen pixels wide.
+        from PIL import Image
+
+        with Image.open(img["file"]) as png:
+            dpi = png.info["dpi"][0]
+        text_px = smallest_text_pt(name) / 72 * dpi * img["width"] / img["natural"]
         assert text_px >= MIN_TEXT_SHARE * body, (
             f"{doc}: {name} is shown {img['width']:.0f}px wide, so its smallest text is "
             f"{text_px:.1f}px, under {MIN_TEXT_SHARE:.0%} of the body text's {body:.1f}px"

@@ -11,7 +11,7 @@ source and ``T`` target positions, ``D`` the model width (``d_model``), ``h`` he
 width ``d = D/h``, ``F`` the feed-forward width (``d_ff``), ``V`` a vocabulary size.
 
 Each ``draw_*`` function returns the figure. The pages give each picture its alt text and
-the classes ``course-diagram diagram-<function name>`` (MyST-NB's ``mystnb: image:`` cell
+the classes ``course-diagram diagram-<function name, with - for _>`` (MyST-NB's ``mystnb: image:`` cell
 metadata), by which the screenshot test finds it.
 """
 
