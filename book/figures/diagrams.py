@@ -52,16 +52,15 @@ def _canvas(width: float, height: float):
 
 
 def _box(ax, x: float, y: float, w: float, h: float, text: str, role: str = "data",
-         size: float = LABEL, dashed: bool = False) -> dict:
+         size: float = LABEL) -> dict:
     """A rounded box centred on ``(x, y)``; returns its anchor points (top, bottom, left, right)."""
     ax.add_patch(FancyBboxPatch(
         (x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
         facecolor=COLOURS[role], edgecolor="#444444", linewidth=1.0,
-        linestyle="--" if dashed else "-",
     ))
     ax.text(x, y, text, ha="center", va="center", fontsize=size)
     return {"top": (x, y + h / 2), "bottom": (x, y - h / 2), "left": (x - w / 2, y),
-            "right": (x + w / 2, y), "centre": (x, y)}
+            "right": (x + w / 2, y)}
 
 
 def _arrow(ax, start, end, shape: str | None = None, side: str = "right",
@@ -103,9 +102,9 @@ def smallest_text(fig) -> float:
 
 
 def _encoder_column(ax, x: float, y0: float, sequence: str, ids_label: str) -> dict:
-    """Draw an encoder (or, with the boxes it adds, the bottom of a decoder) column centred
-    on ``x`` from ``y0`` up; returns the anchors of its parts. ``sequence`` is ``"S"``
-    (encoder) or ``"T"``."""
+    """The bottom of an encoder or decoder column centred on ``x``, from ``y0`` up: the ids,
+    the scaled embedding and the positional encoding. ``sequence`` is ``"S"`` (source) or
+    ``"T"`` (target). Returns the anchors of the boxes, their width and the column's shape."""
     w = 2.2
     shape = f"(B, {sequence}, D)"
     ids = _box(ax, x, y0, w, 0.4, ids_label, "data")
