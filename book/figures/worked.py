@@ -66,7 +66,7 @@ def three_token_attention() -> str:
         _show("masked weights", masked_weights),
         _show("masked output", masked_output),
         "the hand-computed values above agree with the code to 4 decimals",
-        f"largest difference from torch.nn.functional.scaled_dot_product_attention: "
+        f"largest difference from F.scaled_dot_product_attention: "
         f"{max((fused - output).abs().max().item(), (fused_masked - masked_output).abs().max().item()):.1e}",
     ]
     return "\n".join(parts)
@@ -108,6 +108,6 @@ def split_merge_trace(num_heads: int = 2) -> str:
         mha.in_proj_weight.copy_(torch.eye(D, dtype=torch.float64).repeat(3, 1))
         mha.out_proj.weight.copy_(torch.eye(D, dtype=torch.float64))
     reference, _ = mha(X, X, X)
-    parts.append(f"largest difference from torch.nn.MultiheadAttention with identity projections: "
+    parts.append(f"largest difference from nn.MultiheadAttention (identity projections): "
                  f"{(reference - merged).abs().max().item():.1e}")
     return "\n".join(parts)
