@@ -66,7 +66,7 @@ class TorchTransformer(nn.Module):
     The constructor takes the arguments of :class:`~attention_course.reference.ch07.Transformer`.
     Layers: ``src_embedding`` and ``tgt_embedding`` (``nn.Embedding``, scaled by
     ``sqrt(d_model)``), ``pos_encoding`` (the course's sinusoidal
-    :class:`~attention_course.positional.PositionalEncoding`), ``transformer =
+    :class:`~attention_course.reference.ch05.PositionalEncoding`), ``transformer =
     nn.Transformer(..., batch_first=True, norm_first=False)``, ``dense = nn.Linear(d_model,
     tgt_vocab_size)``. Its encoder and decoder stacks have no final ``LayerNorm``:
     ``nn.Transformer`` adds one by default, the course's model (post-norm, every sub-layer

@@ -127,8 +127,8 @@ class WindowMLP(nn.Module):
 class TokenClassifier(nn.Module):
     """An encoder and a linear layer that labels every token.
 
-    ``encoder(tokens, mask)`` must return ``(B, T, d_model)`` (a
-    :class:`~attention_course.encoder.TransformerEncoder`, say); ``head =
+    ``encoder(tokens, mask)`` must return ``(B, T, d_model)`` (
+    chapter 6's ``TransformerEncoder``, say); ``head =
     nn.Linear(d_model, num_labels)``. ``forward(tokens, mask)`` -> ``(B, T, num_labels)``.
     """
 

@@ -24,3 +24,33 @@ def replaced(text: str, old: str, new: str) -> str:
     nothing would pass for the wrong reason)."""
     assert old in text, old
     return text.replace(old, new)
+
+
+def answer_key(assignment: str, variable: str) -> str:
+    """The right letter of a multiple-choice question: the one the solution notebook of
+    ``assignment`` (``solutions/<assignment>/*.ipynb``) assigns to ``variable``."""
+    import json
+    import re
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "solutions" / assignment
+    for path in sorted(folder.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["metadata"].get("nbgrader", {}).get("grade_id") == variable:
+                match = re.search(rf'^{variable} = "([a-d])"$', "".join(cell["source"]), re.MULTILINE)
+                assert match, f"{path}: the cell {variable} assigns no letter"
+                return match.group(1)
+    raise LookupError(f"no solution cell {variable} in {folder}")
+
+
+def wrong_choices(assignment: str, variable: str) -> dict[str, str]:
+    """One mutant per wrong letter of a question (each must fail its test)."""
+    right = answer_key(assignment, variable)
+    return {f"letter_{c}": f'{variable} = "{c}"\n' for c in "abcd" if c != right}
+
+
+def right_choice(assignment: str, variable: str, written: str) -> str:
+    """The right letter written otherwise: ``written`` with ``{upper}`` or ``{lower}`` in
+    place of the letter, e.g. ``" {upper} "`` (it must pass its test)."""
+    right = answer_key(assignment, variable)
+    return f'{variable} = "{written.format(upper=right.upper(), lower=right)}"\n'

@@ -177,7 +177,8 @@ class Build:
 
 def _cache_key() -> str:
     digest = hashlib.sha256()
-    files = sorted((REPO / "attention_course").rglob("*.py")) + [REPO / "requirements.txt"]
+    files = (sorted((REPO / "attention_course").rglob("*.py")) + sorted((REPO / "book" / "figures").rglob("*.py"))
+             + [REPO / "requirements.txt"])
     for path in files:
         if path.is_file():
             digest.update(str(path.relative_to(REPO)).encode())
@@ -690,3 +691,118 @@ def test_page_renders_offline_in_a_browser(visits, html, doc):
             assert any(PurePosixPath(urlsplit(u).path).name == name for u in visit.requests), (
                 f"{doc}: the browser did not load {src}"
             )
+
+
+# ------------------------------------------------------------------- the architecture pictures
+
+DIAGRAM_CLASS = re.compile(r"\bdiagram-(draw-[a-z-]+)")
+#: the smallest text of a picture, on the screen, as a share of the body text's size
+MIN_TEXT_SHARE = 0.70
+
+# A page at the size of the other browser tests, in a same-origin frame, so that a script can
+# measure what the browser laid out: each picture's displayed width and the body font size.
+PROBE = """<!doctype html><html><head><meta charset="utf-8"></head><body>
+<iframe id="page" src="site/{doc}.html" style="width:{width}px;height:2000px;border:0"></iframe>
+<pre id="result">not measured</pre>
+<script>
+document.getElementById("page").addEventListener("load", () => {{
+  const doc = document.getElementById("page").contentDocument;
+  const body = doc.querySelector("article p") || doc.body;
+  const images = [...doc.querySelectorAll("img.course-diagram")].map(img => ({{
+    classes: img.className, alt: img.getAttribute("alt") || "", src: img.getAttribute("src"),
+    width: img.getBoundingClientRect().width, natural: img.naturalWidth}}));
+  document.getElementById("result").textContent = JSON.stringify({{
+    body_px: parseFloat(doc.defaultView.getComputedStyle(body).fontSize), images}});
+}});
+</script></body></html>"""
+
+
+def diagram_docs() -> dict[str, list[str]]:
+    """The chapter pages that draw pictures of ``book/figures/diagrams.py``, and the names of
+    the functions that draw them. A page marks a picture with the class ``diagram-draw-<name>``
+    (docutils turns the ``_`` of a class into ``-``, so the function ``draw_<name>`` is spelt so)."""
+    found = {}
+    for doc in chapter_docs():
+        names = [n.replace("-", "_") for n in DIAGRAM_CLASS.findall(source_of(doc).read_text())]
+        if names:
+            found[doc] = names
+    return found
+
+
+def smallest_text_pt(name: str) -> float:
+    """The smallest font, in points, of the picture that ``diagrams.<name>()`` draws."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sys.path.insert(0, str(REPO / "book"))
+    try:
+        from figures import diagrams
+    finally:
+        sys.path.remove(str(REPO / "book"))
+    fig = getattr(diagrams, name)()
+    try:
+        return diagrams.smallest_text(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_the_chapters_draw_the_architecture_pictures():
+    drawn = {name for names in diagram_docs().values() for name in names}
+    wanted = {"draw_bahdanau", "draw_multihead", "draw_encoder", "draw_transformer", "draw_teacher_forcing"}
+    assert wanted <= drawn, f"pictures no chapter page draws: {sorted(wanted - drawn)}"
+
+
+@pytest.fixture(scope="session")
+def diagram_measures(html, tmp_path_factory) -> dict:
+    if browser.find_chromium() is None:
+        message = f"Chromium not found; install it: {browser.INSTALL_HINT}"
+        if os.environ.get("BOOK_REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from bs4 import BeautifulSoup
+
+    root = tmp_path_factory.mktemp("probe")
+    (root / "site").symlink_to(html, target_is_directory=True)
+    measures = {}
+    with browser.serve(root) as base:
+        for doc in diagram_docs():
+            probe = root / (doc.replace("/", "__") + ".html")
+            probe.write_text(PROBE.format(doc=doc, width=1280))
+            visit = browser.visit(f"{base}/{probe.name}", width=1400, height=2200)
+            result = BeautifulSoup(visit.dom, "html.parser").select_one("#result").get_text()
+            assert result != "not measured", f"{doc}: the page did not load in the probe frame"
+            measures[doc] = json.loads(result)
+            for img in measures[doc]["images"]:
+                img["file"] = str(_local_target(html / f"{doc}.html", img["src"], html))
+    return measures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", sorted(diagram_docs()))
+def test_architecture_pictures_are_readable_and_described(diagram_measures, doc):
+    measured = diagram_measures[doc]
+    body = measured["body_px"]
+    assert 10 <= body <= 30, f"{doc}: body text measured at {body}px"
+    for name in diagram_docs()[doc]:
+        css = "diagram-" + name.replace("_", "-")
+        images = [img for img in measured["images"] if css in img["classes"].split()]
+        assert len(images) == 1, f"{doc}: {len(images)} pictures with the class {css}"
+        img = images[0]
+        assert img["natural"] > 0 and img["width"] > 0, f"{doc}: {name} did not load"
+        alt = img["alt"]
+        assert len(alt) >= 150 and "(B," in alt, (
+            f"{doc}: {name}'s alt text must describe the picture and its shapes, got {alt!r}"
+        )
+        # The PNG records its resolution: a point is dpi / 72 of its pixels, and the browser
+        # shows each of its pixels width / natural screen pixels wide.
+        from PIL import Image
+
+        with Image.open(img["file"]) as png:
+            dpi = png.info["dpi"][0]
+        text_px = smallest_text_pt(name) / 72 * dpi * img["width"] / img["natural"]
+        assert text_px >= MIN_TEXT_SHARE * body, (
+            f"{doc}: {name} is shown {img['width']:.0f}px wide, so its smallest text is "
+            f"{text_px:.1f}px, under {MIN_TEXT_SHARE:.0%} of the body text's {body:.1f}px"
+        )

@@ -6,6 +6,8 @@
 
 from textwrap import dedent
 
+from mutant_source import right_choice, wrong_choices
+
 
 def _src(text: str) -> str:
     return dedent(text).strip("\n") + "\n"
@@ -582,8 +584,8 @@ CORRECT["loo_cv_error"] = {
 # the conceptual questions: every wrong letter fails; case and spaces do not matter
 # ---------------------------------------------------------------------------
 
-for _topic, _right in [("bandwidth_limits", "a"), ("no_mass", "c"), ("leave_one_out", "c")]:
+for _topic in ("bandwidth_limits", "no_mass", "leave_one_out"):
     _name = f"answer_{_topic}"
-    WRONG[_name] = {f"letter_{c}": f'{_name} = "{c}"\n' for c in "abcd" if c != _right}
+    WRONG[_name] = wrong_choices("ch01_attention_pooling", _name)
     WRONG[_name]["not_a_letter"] = f'{_name} = "e"\n'
-    CORRECT[_name] = {"upper_case": f'{_name} = " {_right.upper()} "\n'}
+    CORRECT[_name] = {"upper_case": right_choice("ch01_attention_pooling", _name, " {upper} ")}

@@ -8,6 +8,7 @@ from textwrap import dedent
 
 from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
+from mutant_source import right_choice, wrong_choices
 
 
 LENGTHS = "def lengths_to_mask(valid_lens, num_keys):"
@@ -621,9 +622,8 @@ WRONG = {
             """,
         ),
     },
-    "answer_not_a_difference": {f"answer_{c}": f'answer_not_a_difference = "{c}"\n' for c in "abd"},
-    "answer_why_scale": {f"answer_{c}": f'answer_why_scale = "{c}"\n' for c in "acd"},
-    "answer_column_form": {f"answer_{c}": f'answer_column_form = "{c}"\n' for c in "acd"},
+    **{name: wrong_choices("ch02_scoring_functions", name)
+       for name in ("answer_not_a_difference", "answer_why_scale", "answer_column_form")},
 }
 
 CORRECT = {
@@ -783,7 +783,8 @@ CORRECT = {
             """,
         ),
     },
-    "answer_not_a_difference": {"upper_case_with_spaces": 'answer_not_a_difference = " C "\n'},
+    "answer_not_a_difference": {
+        "upper_case_with_spaces": right_choice("ch02_scoring_functions", "answer_not_a_difference", " {upper} ")},
 }
 
 

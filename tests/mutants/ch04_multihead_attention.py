@@ -9,6 +9,7 @@ from textwrap import dedent
 from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
 from mutant_source import replaced as _replaced
+from mutant_source import right_choice, wrong_choices
 
 
 SPLIT = "def split_heads(X, num_heads):"
@@ -402,9 +403,8 @@ WRONG = {
             """,
         ),
     },
-    "answer_notes_scale": {f"answer_{c}": f'answer_notes_scale = "{c}"\n' for c in "acd"},
-    "answer_notes_projections": {f"answer_{c}": f'answer_notes_projections = "{c}"\n' for c in "abd"},
-    "answer_notes_param_count": {f"answer_{c}": f'answer_notes_param_count = "{c}"\n' for c in "acd"},
+    **{name: wrong_choices("ch04_multihead_attention", name)
+       for name in ("answer_notes_scale", "answer_notes_projections", "answer_notes_param_count")},
 }
 
 CORRECT = {
@@ -537,5 +537,6 @@ CORRECT = {
             """,
         ),
     },
-    "answer_notes_scale": {"upper_case_with_spaces": 'answer_notes_scale = " B "\n'},
+    "answer_notes_scale": {
+        "upper_case_with_spaces": right_choice("ch04_multihead_attention", "answer_notes_scale", " {upper} ")},
 }

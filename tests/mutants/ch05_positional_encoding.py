@@ -8,6 +8,7 @@ from textwrap import dedent, indent
 
 from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
+from mutant_source import right_choice, wrong_choices
 
 
 SINUSOID = "def sinusoidal_positional_encoding(max_len, d_model):"
@@ -412,21 +413,8 @@ WRONG = {
             'return {"self_attention": [n * n * d, 1, 1], "rnn": [n * d * d, n, n], "cnn": [k * n * d * d, 1, n / k]}',
         ),
     },
-    "answer_why_position": {
-        "a": 'answer_why_position = "a"\n',
-        "c": 'answer_why_position = "c"\n',
-        "d": 'answer_why_position = "d"\n',
-    },
-    "answer_max_path": {
-        "a": 'answer_max_path = "a"\n',
-        "b": 'answer_max_path = "b"\n',
-        "d": 'answer_max_path = "d"\n',
-    },
-    "answer_cheaper": {
-        "a": 'answer_cheaper = "a"\n',
-        "c": 'answer_cheaper = "c"\n',
-        "d": 'answer_cheaper = "d"\n',
-    },
+    **{name: wrong_choices("ch05_positional_encoding", name)
+       for name in ("answer_why_position", "answer_max_path", "answer_cheaper")},
 }
 
 CORRECT = {
@@ -576,6 +564,6 @@ CORRECT = {
             """,
         ),
     },
-    "answer_why_position": {"upper_case": 'answer_why_position = "B"\n'},
-    "answer_max_path": {"padded": 'answer_max_path = " c "\n'},
+    "answer_why_position": {"upper_case": right_choice("ch05_positional_encoding", "answer_why_position", "{upper}")},
+    "answer_max_path": {"padded": right_choice("ch05_positional_encoding", "answer_max_path", " {lower} ")},
 }

@@ -11,6 +11,7 @@ from textwrap import dedent
 
 from mutant_source import class_cell as _class
 from mutant_source import replaced as _replaced
+from mutant_source import right_choice, wrong_choices
 
 
 # --- 1. LayerNorm -------------------------------------------------------------------------
@@ -382,9 +383,8 @@ WRONG = {
             ),
         ),
     },
-    "answer_batchnorm": {f"answer_{c}": f'answer_batchnorm = "{c}"\n' for c in "bcd"},
-    "answer_path": {f"answer_{c}": f'answer_path = "{c}"\n' for c in "acd"},
-    "answer_post_norm": {f"answer_{c}": f'answer_post_norm = "{c}"\n' for c in "acd"},
+    **{name: wrong_choices("ch06_transformer_encoder", name)
+       for name in ("answer_batchnorm", "answer_path", "answer_post_norm")},
 }
 
 CORRECT = {
@@ -498,7 +498,8 @@ CORRECT = {
         # (B, 1, 1, S) broadcasts against the (B, h, S, S) scores just as well
         "four_d_mask": _encoder_forward_with(_MASK, "mask = None if src_mask is None else src_mask[:, None, None, :]"),
     },
-    "answer_batchnorm": {"upper_case": 'answer_batchnorm = "A"\n'},
-    "answer_path": {"padded": 'answer_path = " b "\n'},
-    "answer_post_norm": {"upper_case_with_spaces": 'answer_post_norm = " B"\n'},
+    "answer_batchnorm": {"upper_case": right_choice("ch06_transformer_encoder", "answer_batchnorm", "{upper}")},
+    "answer_path": {"padded": right_choice("ch06_transformer_encoder", "answer_path", " {lower} ")},
+    "answer_post_norm": {
+        "upper_case_with_spaces": right_choice("ch06_transformer_encoder", "answer_post_norm", " {upper}")},
 }

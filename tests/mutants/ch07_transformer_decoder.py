@@ -12,6 +12,7 @@ from textwrap import dedent
 from mutant_source import class_cell as _class
 from mutant_source import function_cell as _function
 from mutant_source import replaced as _replaced
+from mutant_source import right_choice, wrong_choices
 
 
 CAUSAL = "def causal_mask(size, device=None):"
@@ -590,9 +591,10 @@ CORRECT = {
             return float(pow(d_model, -0.5) * rate)
             """),
     },
-    "answer_causal": {"upper_case_with_spaces": 'answer_causal = " B "\n'},
-    "answer_cross": {"upper_case": 'answer_cross = "C"\n'},
-    "answer_decode_cost": {"with_a_newline": 'answer_decode_cost = "c\\n"\n'},
+    "answer_causal": {"upper_case_with_spaces": right_choice("ch07_transformer_decoder", "answer_causal", " {upper} ")},
+    "answer_cross": {"upper_case": right_choice("ch07_transformer_decoder", "answer_cross", "{upper}")},
+    "answer_decode_cost": {
+        "with_a_newline": right_choice("ch07_transformer_decoder", "answer_decode_cost", "{lower}\\n")},
 }
 
 
