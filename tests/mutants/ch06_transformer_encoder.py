@@ -381,6 +381,14 @@ WRONG = {
                 _EMBED, "X = self.pos_encoding(self.dropout(self.embedding(src) * math.sqrt(self.d_model)))"
             ),
         ),
+        "dropout_between_the_blocks": _encoder(
+            init=_ENCODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_ENCODER_FORWARD, "    X = block(X, mask)", "    X = self.dropout(block(X, mask))"),
+        ),
+        "dropout_on_the_output": _encoder(
+            init=_ENCODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_ENCODER_FORWARD, "return X", "return self.dropout(X)"),
+        ),
     },
     "answer_batchnorm": {f"answer_{c}": f'answer_batchnorm = "{c}"\n' for c in "bcd"},
     "answer_path": {f"answer_{c}": f'answer_path = "{c}"\n' for c in "acd"},
