@@ -22,7 +22,9 @@ class BahdanauDecoder(nn.Module):
         embed_size: width of the token embeddings.
         num_hiddens: width h of the GRU state (the same as the encoder's).
         num_layers: layers of the GRU (the same as the encoder's).
-        dropout: dropout of the attention weights and between GRU layers.
+        dropout: in training mode, dropout of the attention weights (inside AdditiveAttention)
+            and between GRU layers (nn.GRU's dropout), nowhere else (not on the embeddings,
+            the context, the hidden state or the outputs).
 
     Parameters (names are part of the spec):
         embedding = nn.Embedding(vocab_size, embed_size)
@@ -90,8 +92,8 @@ def sequence_loss(logits, labels, pad_id):
         pad_id: the id of <pad> (positions holding it do not count).
 
     Returns:
-        A scalar tensor (with gradient): the mean of -log softmax(logits)[label] over the
-        positions whose label is not pad_id.
+        A scalar tensor (with gradient), in the dtype and on the device of logits: the mean of
+        -log softmax(logits)[label] over the positions whose label is not pad_id.
     """
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id)
 
@@ -101,7 +103,7 @@ def greedy_decode(model, src, src_mask, bos_id, eos_id, pad_id, max_len):
 
     Args:
         model: a Seq2Seq with .encoder (src, src_mask) -> (enc_outputs, enc_hidden) and
-            .decoder (a BahdanauDecoder).
+            .decoder (a BahdanauDecoder); it may come in training mode: switch it to eval mode.
         src: (B, S) long source ids; src_mask: (B, S) bool, True = a real token.
         bos_id, eos_id, pad_id: ids of <bos>, <eos>, <pad> in the target vocabulary.
         max_len: the most tokens a row may produce (its <eos> included).

@@ -130,7 +130,8 @@ class TransformerEncoder(nn.Module):
         vocab_size: the number of token ids.
         d_model: D. num_heads: h. d_ff: width of the feed-forward hidden layer.
         num_layers: the number of encoder blocks (each with its own weights).
-        dropout: dropout probability of the positional encoding and of every block.
+        dropout: dropout probability of the positional encoding and of every block (the only
+            places it acts: not between the blocks, not on the output).
         max_len: the longest sequence the positional encoding covers.
 
     Layers (names are part of the spec):
@@ -140,6 +141,7 @@ class TransformerEncoder(nn.Module):
 
     forward(src, src_mask=None): src (B, S) long ids; src_mask None or a (B, S) boolean
     padding mask, True = a real token. Returns (B, S, D): the last block's output.
+    S > max_len raises a ValueError.
     """
 
     def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0, max_len=512):

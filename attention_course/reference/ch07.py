@@ -20,7 +20,7 @@ def causal_mask(size, device=None):
     """The decoder's self-attention mask.
 
     Args:
-        size: T, the number of target positions.
+        size: T >= 0, the number of target positions (size 0 gives a (0, 0) mask).
         device: where the mask lives (None: the default device, the CPU).
 
     Returns:
@@ -38,7 +38,7 @@ def teacher_forcing_pair(tgt):
     Returns:
         (decoder_input, labels), both (..., T - 1): decoder_input is tgt without its last
         position (the target shifted right); labels is tgt without its first position
-        (labels[..., t] is the token that follows decoder_input[..., t]).
+        (labels[..., t] is the token that follows decoder_input[..., t]). tgt is left unchanged.
 
     Raises:
         ValueError: naming the shape when T < 2.
@@ -53,7 +53,9 @@ class DecoderBlock(nn.Module):
 
     Args:
         d_model: D. num_heads: h (D % h == 0). d_ff: width of the FFN's hidden layer.
-        dropout: dropout probability of every sub-layer.
+        dropout: dropout probability of every sub-layer; in training mode it acts inside the
+            attentions and the FFN and once on each sub-layer's output (in its AddNorm), never on
+            the residual path nor on the memory.
 
     Layers (names are part of the spec):
         self_attention = MultiHeadAttention(d_model, num_heads, dropout)
@@ -92,7 +94,8 @@ class TransformerDecoder(nn.Module):
         vocab_size: the number of target token ids.
         d_model: D. num_heads: h. d_ff: width of the FFN's hidden layer.
         num_layers: the number of decoder blocks (each with its own weights).
-        dropout: dropout probability of the positional encoding and of every block.
+        dropout: dropout probability of the positional encoding and of every block (the only
+            places it acts: not between the blocks, not before dense).
         max_len: the longest target the positional encoding covers.
 
     Layers (names are part of the spec):
@@ -137,7 +140,8 @@ class Transformer(nn.Module):
 
     Methods:
         encode(src, src_mask=None) -> memory (B, S, D)
-        decode(tgt_in, memory, src_mask=None) -> logits (B, T, tgt_vocab_size)
+        decode(tgt_in, memory, src_mask=None) -> logits (B, T, tgt_vocab_size), over the memory and
+            src_mask it is given (any (B, S, D) tensor, not only the last output of encode)
         forward(src, tgt_in, src_mask=None) -> logits (B, T, tgt_vocab_size)
     src (B, S) and tgt_in (B, T) are long ids; src_mask is None or the (B, S) padding mask.
     """

@@ -121,6 +121,23 @@ WRONG = {
             "    query = hidden[-1].unsqueeze(1)\n", "    query = state[1][-1].unsqueeze(1)\n"),
         "dense_on_context": _forward_with("outputs.append(output)", "outputs.append(context)"),
         "dense_renamed_out": _decoder().replace("self.dense", "self.out"),
+        # dropout in the wrong places: only a decoder in training mode with dropout > 0 shows them
+        "attention_without_dropout": _decoder(init=_replaced(
+            _INIT, "AdditiveAttention(num_hiddens, num_hiddens, num_hiddens, dropout)",
+            "AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)")),
+        "gru_without_dropout": _decoder(init=_replaced(_INIT, ", dropout=dropout, batch_first=True", ", batch_first=True")),
+        "dropout_on_the_embeddings": _decoder(
+            init=_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_FORWARD, "embedded = self.embedding(tgt_in)", "embedded = self.dropout(self.embedding(tgt_in))")),
+        "dropout_on_the_context_not_the_weights": _decoder(
+            init=_replaced(_INIT, "AdditiveAttention(num_hiddens, num_hiddens, num_hiddens, dropout)",
+                           "AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)") + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_FORWARD, "torch.cat([embedded[:, t:t + 1], context], dim=-1)",
+                              "torch.cat([embedded[:, t:t + 1], self.dropout(context)], dim=-1)")),
+        "dropout_on_the_outputs": _decoder(
+            init=_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_FORWARD, "return self.dense(torch.cat(outputs, dim=1))",
+                              "return self.dense(self.dropout(torch.cat(outputs, dim=1)))")),
     },
     "sequence_loss": {
         "mean_over_pads_too": _function(
@@ -174,6 +191,9 @@ WRONG = {
         "samples_instead_of_argmax": _greedy_with(
             "tokens = logits[:, -1, :].argmax(dim=-1, keepdim=True)",
             "tokens = torch.multinomial(torch.softmax(logits[:, -1, :], dim=-1), 1)"),
+
+        # decodes with the dropout of a model left in training mode
+        "no_eval_mode": _greedy_with("model.eval()\n", ""),
     },
 }
 
@@ -190,7 +210,8 @@ CORRECT = {
                 q = self.attention.W_q(hidden[-1])
                 scores = self.attention.w_v(torch.tanh(q.unsqueeze(1) + keys)).squeeze(-1)
                 alpha = torch.softmax(scores.masked_fill(~src_mask, float("-inf")), dim=-1)
-                context = torch.einsum("bs,bsh->bh", alpha, memory)
+                # functional dropout on the weights, as the attention's own dropout would do it
+                context = torch.einsum("bs,bsh->bh", F.dropout(alpha, self.attention.dropout.p, self.training), memory)
                 x = torch.cat([self.embedding(token), context], dim=-1).unsqueeze(1)
                 out, hidden = self.rnn(x, hidden)
                 logits.append(self.dense(out[:, 0]))

@@ -382,6 +382,14 @@ WRONG = {
                 _EMBED, "X = self.pos_encoding(self.dropout(self.embedding(src) * math.sqrt(self.d_model)))"
             ),
         ),
+        "dropout_between_the_blocks": _encoder(
+            init=_ENCODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_ENCODER_FORWARD, "    X = block(X, mask)", "    X = self.dropout(block(X, mask))"),
+        ),
+        "dropout_on_the_output": _encoder(
+            init=_ENCODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_ENCODER_FORWARD, "return X", "return self.dropout(X)"),
+        ),
     },
     **{name: wrong_choices("ch06_transformer_encoder", name)
        for name in ("answer_batchnorm", "answer_path", "answer_post_norm")},

@@ -296,6 +296,23 @@ WRONG = {
         "d_ff_ignored": _block_init_with(
             "PositionWiseFFN(d_model, d_ff, dropout)", "PositionWiseFFN(d_model, 4 * d_model, dropout)"
         ),
+        # dropout in the wrong places: only a block in training mode with dropout > 0 shows them
+        "sublayer_output_dropped_twice": _block_forward_with(
+            _SELF, "Y = self.addnorm1(X, self.addnorm1.dropout(self.self_attention(X, X, X, tgt_mask)))"
+        ),
+        "sublayer_outputs_not_dropped": _block(forward="""
+            Y = self.addnorm1.ln(X + self.self_attention(X, X, X, tgt_mask))
+            Z = self.addnorm2.ln(Y + self.cross_attention(Y, memory, memory, memory_mask))
+            return self.addnorm3.ln(Z + self.ffn(Z))
+            """),
+        "residual_path_dropped": _block_forward_with(
+            _CROSS, "Z = self.addnorm2.ln(self.addnorm2.dropout(Y + self.cross_attention(Y, memory, memory, memory_mask)))"
+        ),
+        "memory_dropped_before_cross_attention": _block(
+            init=_BLOCK_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_BLOCK_FORWARD, _CROSS,
+                              "memory = self.dropout(memory)\n" + _CROSS),
+        ),
     },
     "TransformerDecoder": {
         "no_causal_mask": _decoder_forward_with(_TGT_MASK, "tgt_mask = None"),
@@ -342,6 +359,15 @@ WRONG = {
         "pos_encoding_without_dropout": _decoder_init_with(
             "PositionalEncoding(d_model, max_len, dropout)", "PositionalEncoding(d_model, max_len)"
         ),
+        "dropout_between_the_blocks": _decoder(
+            init=_DECODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_DECODER_FORWARD, "    X = block(X, memory, tgt_mask, memory_mask)",
+                              "    X = self.dropout(block(X, memory, tgt_mask, memory_mask))"),
+        ),
+        "dropout_before_dense": _decoder(
+            init=_DECODER_INIT + "self.dropout = nn.Dropout(dropout)\n",
+            forward=_replaced(_DECODER_FORWARD, "return self.dense(X)", "return self.dense(self.dropout(X))"),
+        ),
     },
     "Transformer": {
         "decoder_not_given_the_source_mask": _transformer(
@@ -367,6 +393,15 @@ WRONG = {
         "max_len_not_passed_on": _transformer(init=_TRANSFORMER_INIT.replace(", dropout, max_len)", ", dropout)")),
         "dropout_not_passed_on": _transformer(
             init=_TRANSFORMER_INIT.replace(", dropout, max_len)", ", max_len=max_len)")
+        ),
+        # state kept between calls: right whenever decode follows the encode of the same source
+        "decode_uses_the_last_encoded_memory": _transformer(
+            encode="self.memory = self.encoder(src, src_mask)\nreturn self.memory",
+            decode="return self.decoder(tgt_in, self.memory, src_mask)",
+        ),
+        "decode_uses_the_last_encoded_mask": _transformer(
+            encode="self.src_mask = src_mask\nreturn self.encoder(src, src_mask)",
+            decode="return self.decoder(tgt_in, memory, self.src_mask)",
         ),
         # the right logits, but no gradient reaches the encoder: only the graded training
         # catches it (63 % exact match instead of 99.8 %)
