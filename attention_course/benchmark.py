@@ -1,10 +1,10 @@
 """The course's Transformer against ``torch.nn.Transformer``: ``python -m attention_course.benchmark`` (``make bench``).
 
-Both models have :func:`~attention_course.transformer.make_transformer`'s sizes (``d_model``
+Both models have :func:`~attention_course.seq2seq.make_transformer`'s sizes (``d_model``
 64, 4 heads, ``d_ff`` 128, 2 encoder and 2 decoder layers), post-norm, no dropout and the
 *same starting weights* (the PyTorch model, :class:`TorchTransformer`, is a copy of the
 course's, made by :func:`torch_twin`). They train on the same batches of the date task
-(batch 128) with the recipe of :func:`~attention_course.transformer.train_transformer`,
+(batch 128) with the recipe of :func:`~attention_course.seq2seq.train_transformer`,
 in one process, on the CPU (one thread, as the course trains) and on CUDA when present.
 For each model it measures
 
@@ -22,7 +22,7 @@ For each model it measures
   and the activations of a step;
 * **time to the bar**: both models train through the whole recipe (400 steps) side by
   side, step by step on the same batches; every 50 steps each is scored on the held-out
-  test dates (exact match of :func:`~attention_course.transformer.greedy_decode`). The
+  test dates (exact match of :func:`~attention_course.reference.ch07.greedy_decode`). The
   clock counts the training steps and the making of the batches, not the scoring. Shown:
   the training seconds until the first score of at least 95 %, the final score and the
   seconds of the 400 steps.
@@ -45,19 +45,12 @@ import time
 import torch
 from torch import nn
 
-from attention_course.bahdanau import sequence_loss
 from attention_course.dates import make_date_task
-from attention_course.encoder import to_torch_encoder_layer
-from attention_course.positional import PositionalEncoding
-from attention_course.seq2seq import exact_match, ids_to_strings
-from attention_course.transformer import (
-    Transformer,
-    causal_mask,
-    greedy_decode,
-    make_transformer,
-    noam_lr,
-    to_torch_decoder_layer,
-)
+from attention_course.reference.ch03 import sequence_loss
+from attention_course.reference.ch05 import PositionalEncoding
+from attention_course.reference.ch07 import Transformer, causal_mask, greedy_decode, noam_lr
+from attention_course.seq2seq import exact_match, ids_to_strings, make_transformer
+from attention_course.twins import to_torch_decoder_layer, to_torch_encoder_layer
 
 __all__ = ["TorchTransformer", "torch_twin", "make_train_step", "Settings", "main"]
 
@@ -70,7 +63,7 @@ MODEL_NAMES = ("course", "torch")
 class TorchTransformer(nn.Module):
     """``torch.nn.Transformer`` with the course Transformer's inputs and outputs.
 
-    The constructor takes the arguments of :class:`~attention_course.transformer.Transformer`.
+    The constructor takes the arguments of :class:`~attention_course.reference.ch07.Transformer`.
     Layers: ``src_embedding`` and ``tgt_embedding`` (``nn.Embedding``, scaled by
     ``sqrt(d_model)``), ``pos_encoding`` (the course's sinusoidal
     :class:`~attention_course.positional.PositionalEncoding`), ``transformer =
@@ -154,7 +147,7 @@ def torch_twin(model: Transformer) -> TorchTransformer:
 def make_train_step(model: nn.Module, d_model: int, pad_id: int, num_steps: int, factor: float = 0.6,
                     warmup: int = 100, cooldown: float = 0.3, clip: float = 1.0):
     """``step(batch) -> loss``: one training step of
-    :func:`~attention_course.transformer.train_transformer`'s recipe for ``model`` (Adam with
+    :func:`~attention_course.seq2seq.train_transformer`'s recipe for ``model`` (Adam with
     ``betas = (0.9, 0.98)``, the learning rate ``factor * noam_lr`` brought down linearly to 0
     over the last ``cooldown`` of ``num_steps``, the gradient norm clipped to ``clip``, the
     cross-entropy over the real target tokens), with an optimiser of its own."""
@@ -201,9 +194,9 @@ def make_task(settings: Settings):
 
 
 def build_models(task, device: torch.device, seed: int = 0) -> dict[str, nn.Module]:
-    """``{"course": make_transformer(task), "torch": its twin}`` on ``device``, same weights."""
+    """``{"course": make_transformer(task, Transformer), "torch": its twin}`` on ``device``, same weights."""
     torch.manual_seed(seed)
-    course = make_transformer(task).to(device)
+    course = make_transformer(task, Transformer).to(device)
     return {"course": course, "torch": torch_twin(course)}
 
 
@@ -388,7 +381,7 @@ def describe_models(models: dict[str, nn.Module]) -> str:
     encoder = models["course"].encoder
     block = encoder.blocks[0]
     counts = " and ".join(f"{sum(p.numel() for p in models[name].parameters()):,}" for name in MODEL_NAMES)
-    return (f"course = attention_course.transformer.Transformer, torch = its nn.Transformer twin: d_model "
+    return (f"course = attention_course.reference.ch07.Transformer, torch = its nn.Transformer twin: d_model "
             f"{encoder.d_model}, {block.attention.num_heads} heads, d_ff {block.ffn.dense1.out_features}, "
             f"{len(encoder.blocks)}+{len(encoder.blocks)} layers, post-norm, dropout {block.addnorm1.dropout.p:g}, "
             f"the same starting weights ({counts} parameters); batches of {BATCH_SIZE} dates")

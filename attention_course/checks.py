@@ -271,6 +271,7 @@ def check_dropout(got: Any, undropped: Any, p: float, *, name: str = "output", a
             f"{p:.0%} of them"
         )
 
+
 def check_choice(answer: Any, choices: str, *, name: str) -> str:
     """Fail unless ``answer`` is one letter among ``choices`` (case-insensitive); return it lower-cased."""
     if not isinstance(answer, str) or answer.strip().lower() not in choices.lower():
@@ -279,6 +280,21 @@ def check_choice(answer: Any, choices: str, *, name: str) -> str:
             f"got {answer!r}"
         )
     return answer.strip().lower()
+
+
+def check_own_code(answer: Any, *, name: str) -> None:
+    """Fail when the exercise ``name`` is the course's own solution (a function or class of
+    ``attention_course``) instead of code written in the notebook.
+
+    This catches the plain import in a learner's kernel. The grader does not depend on it:
+    while it grades a chapter, that chapter's solutions are not in its package at all."""
+    module = getattr(answer, "__module__", None)
+    if isinstance(module, str) and module.split(".")[0] == "attention_course":
+        raise AssertionError(
+            f"{name} is {module}.{getattr(answer, '__qualname__', name)}, the course's solution, not your "
+            f"code: write {name} yourself in its cell. An exercise answered with the course's solution "
+            f"earns no points, and the grader's package for this chapter does not contain it."
+        )
 
 
 __all__ = [
@@ -293,5 +309,6 @@ __all__ = [
     "check_rows_sum_to_one",
     "check_dropout",
     "check_choice",
+    "check_own_code",
 ]
 

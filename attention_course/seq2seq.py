@@ -2,8 +2,9 @@
 an encoder and a decoder, the training loop and the evaluation helpers.
 
 The decoder is the exercise (chapter 3's ``BahdanauDecoder``); everything around it is
-given here so that the exercise is about attention, not about bookkeeping. The reference
-decoder is in :mod:`attention_course.bahdanau`.
+given here so that the exercise is about attention, not about bookkeeping. Chapter 7's
+Transformer trains on the same task with :func:`train_transformer`. The functions that
+need a chapter's model or decoder take it as an argument, so this module holds no exercise.
 
 Shapes: ``src`` ``(B, S)`` token ids, ``src_mask`` ``(B, S)`` boolean with ``True`` = a
 real token (padding only at the end of a row), ``tgt_in`` ``(B, T)`` the decoder's input
@@ -24,12 +25,16 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attention_course.training import fit
+from attention_course.training import fit, init_transformer_weights
 
 __all__ = [
     "GRUEncoder",
     "Seq2Seq",
+    "make_seq2seq",
     "train_seq2seq",
+    "make_transformer",
+    "train_transformer",
+    "translate",
     "ids_to_strings",
     "exact_match",
     "plot_loss",
@@ -204,3 +209,71 @@ def plot_alignment(weights, sources, predictions, max_cols: int = 3):
         ax.set_title(repr(src), fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def make_seq2seq(task, decoder_class, embed_size: int = 32, num_hiddens: int = 96, num_layers: int = 1,
+                 dropout: float = 0.0) -> Seq2Seq:
+    """A :class:`Seq2Seq` of a :class:`GRUEncoder` and a ``decoder_class`` (chapter 3's
+    ``BahdanauDecoder``, say) sized for ``task`` (a :class:`~attention_course.dates.DateTask`)."""
+    encoder = GRUEncoder(len(task.src_vocab), embed_size, num_hiddens, num_layers, dropout)
+    decoder = decoder_class(len(task.tgt_vocab), embed_size, num_hiddens, num_layers, dropout)
+    return Seq2Seq(encoder, decoder)
+
+
+@torch.no_grad()
+def translate(model, task, sources, decode, max_len: int = 12):
+    """Translations of a list of source strings by ``decode`` (a greedy decoder with chapter 3's
+    signature), and the attention weights ``(B, L, S)`` of the decoding (one row per output token)."""
+    device = next(model.parameters()).device
+    batch = task.batch([(s, "") for s in sources], device)
+    ids = decode(model, batch.src, batch.src_mask, task.tgt_vocab.bos_id, task.tgt_vocab.eos_id,
+                 task.tgt_vocab.pad_id, max_len)
+    # run the decoder once more with teacher forcing on its own output to collect the weights
+    tgt_in = torch.cat([torch.full_like(ids[:, :1], task.tgt_vocab.bos_id), ids[:, :-1]], dim=1)
+    model(batch.src, batch.src_mask, tgt_in)
+    return [task.tgt_vocab.decode(row) for row in ids.cpu()], model.decoder.attention_weights
+
+
+def make_transformer(task, transformer_class, d_model: int = 64, num_heads: int = 4, d_ff: int = 128,
+                     num_layers: int = 2, dropout: float = 0.0, max_len: int = 64) -> nn.Module:
+    """A ``transformer_class`` (chapter 7's ``Transformer``, say) sized for ``task`` (a
+    :class:`~attention_course.dates.DateTask`), with
+    :func:`~attention_course.training.init_transformer_weights`."""
+    model = transformer_class(len(task.src_vocab), len(task.tgt_vocab), d_model, num_heads, d_ff, num_layers,
+                              dropout, max_len)
+    return init_transformer_weights(model)
+
+
+def train_transformer(model: nn.Module, task, num_steps: int = 400, batch_size: int = 128, factor: float = 0.6,
+                      warmup: int = 100, cooldown: float = 0.3, device=None, seed: int = 0,
+                      max_seconds: float | None = None, progress: bool = True, *, schedule: Callable,
+                      shift: Callable) -> dict:
+    """Train a Transformer on ``task`` (the dates of chapter 3) with teacher forcing.
+
+    The recipe of the course: Adam with ``betas = (0.9, 0.98)`` as in the paper, the
+    learning rate ``factor * schedule(step, d_model, warmup)`` (the paper's schedule,
+    chapter 7's ``noam_lr``), brought down linearly to 0 over the last ``cooldown`` fraction of
+    the steps (the paper trains for 100 000 steps and never needs to stop; a short run ends
+    better when the rate reaches 0), gradient norm clipped to 1, the loss of chapter 3
+    (cross-entropy over the real tokens). Each batch's full target ``[<bos>, ..., <eos>]``
+    is cut by ``shift`` (chapter 7's ``teacher_forcing_pair``) into what the decoder reads and what
+    it must predict. ``schedule`` and ``shift`` are given by the caller: the exercise
+    notebook trains with the learner's own functions.
+
+    Returns the history of :func:`train_seq2seq`.
+    """
+    from attention_course.reference.ch03 import sequence_loss  # chapter 7 builds on chapter 3
+    d_model = model.encoder.embedding.embedding_dim
+
+    def read(model_, batch):
+        full = torch.cat([batch.tgt_in[:, :1], batch.labels], dim=1)  # [<bos>, target, <eos>, <pad>...]
+        tgt_in, labels = shift(full)
+        return model_(batch.src, tgt_in, batch.src_mask), labels
+
+    def lr_factor(step):
+        ending = min(1.0, (num_steps - step + 1) / max(cooldown * num_steps, 1.0))
+        return schedule(step, d_model, warmup) * ending
+
+    return train_seq2seq(model, task, sequence_loss, num_steps=num_steps, batch_size=batch_size, lr=factor,
+                         device=device, seed=seed, max_seconds=max_seconds, eval_every=100, progress=progress,
+                         forward=read, lr_lambda=lr_factor, betas=(0.9, 0.98))

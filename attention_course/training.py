@@ -5,6 +5,7 @@ gradient clipping, the periodic evaluation, the wall-clock guard, the progress b
 timing, and one CPU thread while training. The task-specific loops
 (:func:`attention_course.seq2seq.train_seq2seq`, :func:`attention_course.tagging.train_tagger`)
 say how to compute the loss of one training step and how to evaluate.
+:func:`init_transformer_weights` gives a Transformer (chapters 6 and 7) its starting weights.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-__all__ = ["fit"]
+__all__ = ["fit", "init_transformer_weights"]
 
 
 def fit(
@@ -96,3 +97,24 @@ def fit(
     history["cpu_seconds"] = time.process_time() - cpu_start
     history["steps_done"] = step
     return history
+
+
+def init_transformer_weights(model: nn.Module) -> nn.Module:
+    """Give ``model`` the usual starting weights of a Transformer, whatever its layers drew.
+
+    Every ``nn.Linear`` weight is Xavier-uniform with a zero bias (as
+    ``torch.nn.Transformer`` does), every ``nn.Embedding`` is normal with standard deviation
+    ``1 / sqrt(width)``, so that the embeddings scaled by ``sqrt(d_model)`` have entries of
+    size about 1, like the positional encoding they are added to. (PyTorch's default
+    ``N(0, 1)`` embeddings, scaled up, would drown the positions.) The course's training
+    cells call this, so training does not depend on how a layer initialised itself.
+    Returns ``model``.
+    """
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=module.embedding_dim ** -0.5)
+    return model

@@ -137,6 +137,7 @@ def judge(root: Path, sub: Submission, limits: Limits) -> Judged:
         work = root / "judging" / sub.student_id / sub.assignment
         work.mkdir(parents=True, exist_ok=True)
         job = {
+            "assignment": sub.assignment,
             "cells": assemble.judge_cells(graded),
             "limits": dataclasses.asdict(limits),
             "results": str(work / f"{source_path.stem}.results.json"),

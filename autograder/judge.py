@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from autograder import sandbox, wire
+from autograder.chapter_package import package_view
 from autograder.limits import Limits
 
 KERNEL_ONLY_TAG = "kernel-only"
@@ -84,13 +85,13 @@ class _Capped(threading.Thread):
 class Link:
     """The pipe pair to the student's process, with a deadline on every request."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, assignment: str):
         self.limits = limits
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         argv = [sys.executable, "-m", "autograder.runner", str(to_child_r), str(from_child_w)]
         self.process = subprocess.Popen(
-            sandbox.command(argv, limits),
+            sandbox.command(argv, limits, package_view(assignment)),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             pass_fds=(to_child_r, from_child_w), start_new_session=True,
         )
@@ -265,9 +266,11 @@ class CellResult:
 class Judge:
     """Runs one assembled notebook: student cells over there, tests here."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, assignment: str):
+        """``assignment``: the chapter being graded; its student process sees the course
+        package of that chapter only (no solution of it or of a later chapter)."""
         self.limits = limits
-        self.link = Link(limits)
+        self.link = Link(limits, assignment)
         self.namespace: dict = {"__name__": "__main__"}
 
     def _bind(self, names: list[str]) -> None:
@@ -371,7 +374,7 @@ def _mirrored_seeds(link: Link):
 def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.judge JOB.json``: judge one submission and write its results.
 
-    The job holds ``cells`` (see :meth:`Judge.run`), ``limits`` and ``results``
+    The job holds ``assignment``, ``cells`` (see :meth:`Judge.run`), ``limits`` and ``results``
     (the path of the JSON file to write). Run in a process of its own per submission, so
     that the state a test leaves behind (seeds, warning filters) never reaches another.
     """
@@ -381,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     job = json.loads(open((argv or sys.argv[1:])[0]).read())
     limits = Limits(**job["limits"])
     started = time.monotonic()
-    judge = Judge(limits)
+    judge = Judge(limits, job["assignment"])
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         results = judge.run(job["cells"])
     stdout, stderr = judge.output()

@@ -1,7 +1,9 @@
 """The box a submission's code runs in.
 
 Bubblewrap (Debian's ``bubblewrap``) gives the student process its own view of the
-machine: the system, the Python environment and the course package read-only; a small
+machine: the system, the Python environment and the grader read-only; in place of the course
+package, the package *of the chapter being graded* (:mod:`autograder.chapter_package`:
+the shared infrastructure and the solutions of the earlier chapters only), read-only; a small
 private writable ``/tmp`` (a tmpfs, so a full disk is impossible); no network (a new,
 empty network namespace: not even loopback); its own PID namespace, so it can signal
 nothing outside and everything it started dies with it; no solutions, no gradebook, no
@@ -25,7 +27,8 @@ from pathlib import Path
 from autograder.limits import Limits
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = [REPO / "attention_course", REPO / "autograder"]
+GRADER = REPO / "autograder"
+COURSE_PACKAGE = REPO / "attention_course"
 # unprivileged user ids for student processes when the grader is root: each sandbox gets
 # its own (from the judge's process id), so process limits never pool between submissions
 FIRST_UID = 61000
@@ -55,19 +58,22 @@ def _system_binds() -> list[str]:
     return args
 
 
-def _python_binds() -> list[str]:
-    """The interpreter's installation and the virtual environment, read-only."""
-    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix), *PACKAGES}
+def _python_binds(package: Path) -> list[str]:
+    """The interpreter's installation, the virtual environment and the grader, read-only, and
+    ``package`` (a chapter's view of the course package) where the course package lives, so
+    that every way of finding the package (an editable install's path included) finds it."""
+    sources = {p: p for p in (Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix), GRADER)}
+    sources[COURSE_PACKAGE] = package
     args, made = [], set()
-    for root in sorted(roots, key=lambda p: len(str(p))):
-        if str(root).startswith(("/usr/", "/lib")):
+    for target in sorted(sources, key=lambda p: len(str(p))):
+        if str(target).startswith(("/usr/", "/lib")):
             continue
         # parents the box must create, traversable by the unprivileged user
-        for parent in reversed(root.parents):
-            if str(parent) != "/" and parent not in made and parent not in roots:
+        for parent in reversed(target.parents):
+            if str(parent) != "/" and parent not in made and parent not in sources:
                 args += ["--perms", "0755", "--dir", str(parent)]
                 made.add(parent)
-        args += ["--ro-bind", str(root), str(root)]
+        args += ["--ro-bind", str(sources[target]), str(target)]
     return args
 
 
@@ -78,8 +84,9 @@ def _gpu_binds() -> list[str]:
     return args
 
 
-def command(argv: list[str], limits: Limits) -> list[str]:
-    """The command line that runs ``argv`` inside the box, with ``/tmp/work`` as its folder."""
+def command(argv: list[str], limits: Limits, package: Path) -> list[str]:
+    """The command line that runs ``argv`` inside the box, with ``/tmp/work`` as its folder and
+    ``package`` (:func:`autograder.chapter_package.package_view`) as the course package."""
     root = os.geteuid() == 0
     box = [
         bwrap_path(),
@@ -98,7 +105,7 @@ def command(argv: list[str], limits: Limits) -> list[str]:
         *_system_binds(),
         # the private /tmp comes before the Python binds: the course may live under /tmp
         "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", "/tmp",
-        *_python_binds(),
+        *_python_binds(package),
         *_gpu_binds(),
         "--dir", "/tmp/work",
         "--chdir", "/tmp/work",

@@ -114,15 +114,16 @@ def run(nb, cwd: Path, timeout: int = 600) -> Run:
     return Run(tests=tests, other_errors=others)
 
 
-def run_judged(nb, fail_fast: bool = False) -> Run:
-    """Grade ``nb`` the way the grader does: the student's cells in the sandbox, the tests
-    in the judge (see autograder.judge). With ``fail_fast``, stop at the first failing test."""
+def run_judged(nb, assignment: str, fail_fast: bool = False) -> Run:
+    """Grade ``nb``, a notebook of ``assignment``, the way the grader does: the student's cells
+    in the sandbox (with that chapter's package), the tests in the judge (see
+    autograder.judge). With ``fail_fast``, stop at the first failing test."""
     from autograder.assemble import judge_cells
     from autograder.judge import Judge
     from autograder.limits import Limits
 
     cells = judge_cells(nb)
-    judge = Judge(Limits())
+    judge = Judge(Limits(), assignment)
     results = judge.run(cells, stop_at_first_failure=fail_fast)
     tests = {r.grade_id: _message(r.error) for r in results if r.kind == "test"}
     others = {r.grade_id: _message(r.error) for r in results if r.kind != "test" and r.error}

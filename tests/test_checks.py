@@ -85,3 +85,17 @@ def test_check_dropout_accepts_one_dropout_and_names_what_differs():
     unscaled = torch.where(torch.rand(40, 50) < 0.5, 0.0, undropped)
     assert "scaled by 1 / (1 - p) = 2" in _message(checks.check_dropout, unscaled, undropped, p=0.5, name="x")
     assert "wrong shape" in _message(checks.check_dropout, undropped[:, :3], undropped, p=0.5, name="x")
+
+
+def test_check_own_code_rejects_the_course_solution_and_accepts_notebook_code():
+    from attention_course.reference.ch02 import masked_softmax
+
+    with pytest.raises(AssertionError, match="the course's solution, not your code"):
+        checks.check_own_code(masked_softmax, name="masked_softmax")
+
+    def masked_softmax_of_mine(scores, mask=None):
+        return scores
+
+    masked_softmax_of_mine.__module__ = "__main__"  # as a function defined in a notebook
+    checks.check_own_code(masked_softmax_of_mine, name="masked_softmax")
+    checks.check_own_code("not a function at all", name="answer")

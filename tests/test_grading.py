@@ -17,6 +17,7 @@ import pytest
 from autograder import course
 from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, visible_part
 
+import delegation
 import notebook_tools as nbt
 
 pytestmark = pytest.mark.xdist_group("grading")
@@ -31,10 +32,12 @@ def _grade_cli(*args, cwd=nbt.ROOT):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Two submissions per assignment, graded once through `make grade`."""
+    """Per assignment, graded once through `make grade`: the solution, the blank notebook, and
+    three submissions that delegate every exercise to the course's solution (tests/delegation.py)."""
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
     nbt.lay_out_solution_and_blank(subs, course.assignments())
+    delegation.lay_out_delegations(subs, course.assignments())
     done = subprocess.run(
         ["make", "--no-print-directory", "grade", f"SUBMISSIONS={subs}", f"OUT={out}"],
         cwd=nbt.ROOT, capture_output=True, text=True,
@@ -48,7 +51,7 @@ def test_grades_csv_full_marks_and_zero(graded):
     rows = list(csv.DictReader(open(graded / "grades.csv")))
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
     seen = {(r["student_id"], r["assignment"]): r for r in rows}
-    assert len(seen) == len(rows) == 2 * len(course.assignments())
+    assert len(seen) == len(rows) == (2 + len(delegation.STYLES)) * len(course.assignments())
     for assignment in course.assignments():
         full, blank = seen["solution", assignment], seen["blank", assignment]
         assert float(full["max_score"]) > 0
@@ -66,11 +69,27 @@ def test_report_lists_every_test_cell(graded):
         assert sorted(t["test"] for t in entry["tests"]) == sorted(expected)
         if entry["student_id"] == "solution":
             assert all(t["passed"] and t["error"] is None for t in entry["tests"]), entry
-        else:
+        elif entry["student_id"] == "blank":
             for t in entry["tests"]:
                 assert not t["passed"] and t["points"] == 0
                 # a stub raises; an unanswered question leaves its answer undefined
                 assert t["error"].startswith(("NotImplementedError", "NameError")), t
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("style", delegation.STYLES)
+def test_an_answer_delegated_to_the_course_earns_nothing(graded, style):
+    """The grader's package of a chapter holds no solution of that chapter: a submission that
+    imports, wraps or digs out the course's solutions scores 0, and its feedback says why."""
+    rows = {r["assignment"]: r for r in csv.DictReader(open(graded / "grades.csv"))
+            if r["student_id"] == f"delegate_{style}"}
+    assert sorted(rows) == course.assignments()
+    for assignment, row in rows.items():
+        assert row["status"] == "graded" and float(row["score"]) == 0.0, row
+        if style != "files":
+            page = next((graded / "feedback" / f"delegate_{style}" / assignment).glob("*.html")).read_text()
+            words = html.unescape(re.sub(r"<[^>]+>", "", page))
+            assert "holds the course's solutions of chapter" in words, f"{assignment}: the feedback does not say why"
 
 
 def _hidden_lines(assignment: str) -> list[str]:

@@ -18,6 +18,7 @@ import importlib.util
 
 import pytest
 
+import delegation
 import notebook_tools as nbt
 
 
@@ -43,7 +44,7 @@ def _run_with(assignment: str, exercise: str, source: str, fail_fast: bool) -> n
     """The notebook with ``source`` in place of the solution cell ``exercise``, graded as
     the grader grades it (sandbox and judge)."""
     nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
-    return nbt.run_judged(nb, fail_fast=fail_fast)
+    return nbt.run_judged(nb, assignment, fail_fast=fail_fast)
 
 
 def test_every_exercise_has_mutants():
@@ -74,6 +75,17 @@ def test_wrong_side_effect_fails_a_test_in_the_kernel(assignment, exercise, sour
     assert run.failed, f"this wrong {exercise} passed every test in the kernel"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("style", ["import", "wrapped"])
+@pytest.mark.parametrize("assignment", nbt.assignments())
+def test_answers_delegated_to_the_course_fail_every_exercise_test(assignment, style):
+    """A submission whose exercises use the course's own solution (``attention_course.reference``)
+    fails every test of every exercise: the sandbox's package of the chapter does not hold it."""
+    run = nbt.run_judged(delegation.delegated(assignment, style), assignment)
+    passed = [name for name, error in run.tests.items() if error is None]  # its questions are answered wrong
+    assert run.tests and not passed, f"delegated answers passed {passed}"
+
+
 def _correct_rounds():
     """Correct variants, several exercises at a time: round ``k`` puts the ``k``-th correct
     variant of every exercise that has one into the same notebook. A correct variant must
@@ -94,7 +106,7 @@ def test_correct_variants_pass_every_test(assignment, chosen):
     nb = nbt.read(nbt.source_notebook(assignment))
     for exercise, (_, source) in chosen.items():
         nb = nbt.with_cell_source(nb, exercise, source)
-    run = nbt.run_judged(nb, fail_fast=False)
+    run = nbt.run_judged(nb, assignment, fail_fast=False)
     labels = {exercise: label for exercise, (label, _) in chosen.items()}
     assert not run.failed, f"correct variants {labels} failed: {run.failed}"
     assert not run.other_errors, f"cells outside the tests raised with the correct variants {labels}: {run.other_errors}"

@@ -1,12 +1,14 @@
-"""notebooks/ is exactly what `make release` generates from solutions/."""
+"""notebooks/ and attention_course/reference/ are exactly what `make release` generates from
+solutions/, and each chapter's package holds no solution of that chapter or a later one."""
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 
-from autograder import course
+from autograder import chapter_package, course
 
 import notebook_tools as nbt
 
@@ -37,3 +39,54 @@ def test_learner_notebooks_hold_no_solution_or_hidden_test():
             text = path.read_text()
             for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
                 assert marker not in text, f"{path.name} still contains {marker!r}"
+
+
+def test_reference_modules_are_in_sync_with_solutions(tmp_path):
+    written = chapter_package.write_reference_modules(tmp_path)
+    committed = sorted(p.name for p in chapter_package.REFERENCE.glob("*.py"))
+    assert sorted(p.name for p in written) == committed
+    for path in written:
+        assert path.read_text() == (chapter_package.REFERENCE / path.name).read_text(), (
+            f"attention_course/reference/{path.name} is out of date with solutions/: run `make release`"
+        )
+
+
+WINDOW = 4  # lines in a row: short enough to catch a copied body, long enough to be unique to it
+
+
+def _code_lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _solution_windows(assignment: str) -> set[tuple[str, ...]]:
+    """Every run of WINDOW consecutive code lines of ``assignment``'s solution regions."""
+    windows = set()
+    for cell in nbt.read(nbt.source_notebook(assignment)).cells:
+        if nbt.is_solution_cell(cell) and "### BEGIN SOLUTION" in cell.source:
+            region = _code_lines(cell.source.split("### BEGIN SOLUTION", 1)[1].split("### END SOLUTION", 1)[0])
+            windows.update(tuple(region[i:i + WINDOW]) for i in range(len(region) - WINDOW + 1))
+    return windows
+
+
+@pytest.mark.parametrize("assignment", course.assignments())
+def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment, tmp_path):
+    """What the learner of chapter N installs and what the sandbox mounts while it grades it."""
+    package = chapter_package.build_package_tree(assignment, tmp_path)
+    lines = [ln for p in sorted(package.rglob("*.py")) for ln in _code_lines(p.read_text())]
+    shipped = {tuple(lines[i:i + WINDOW]) for i in range(len(lines) - WINDOW + 1)}
+    here = course.assignments().index(assignment)
+    for later in course.assignments()[here:]:
+        leaked = _solution_windows(later) & shipped
+        assert not leaked, f"the package of {assignment} holds solution code of {later}: {sorted(leaked)[:2]}"
+    # and no module but an earlier chapter's solutions defines an exercise of this chapter or later
+    exercises = {nbt.nbgrader_meta(c)["grade_id"] for later in course.assignments()[here:]
+                 for c in nbt.read(nbt.source_notebook(later)).cells if nbt.is_solution_cell(c)}
+    for path in sorted(package.rglob("*.py")):
+        if path.parent.name == "reference" and path.stem < chapter_package.chapter_of(assignment):
+            continue
+        defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        assert not defined & exercises, f"{path.relative_to(tmp_path)} defines {sorted(defined & exercises)}"
+    for earlier in course.assignments()[:here]:  # what later chapters build on is there
+        module = package / "reference" / f"{chapter_package.chapter_of(earlier)}.py"
+        assert module.read_text() == (chapter_package.REFERENCE / module.name).read_text()
+    assert not list(package.rglob("__pycache__")) and not (package / "benchmark.py").exists()

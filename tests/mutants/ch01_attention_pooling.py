@@ -1,9 +1,7 @@
 """Mutants of chapter 1 (attention pooling, NumPy).
 
 ``WRONG``: plausible mistakes; each must fail at least one graded test cell.
-``CORRECT``: differently written right answers; each must pass every test cell. The
-``package_reference`` variants put the course package's reference implementation in
-place of the solution, which proves the book's code and the notebook's tests agree.
+``CORRECT``: differently written right answers; each must pass every test cell.
 """
 
 from textwrap import dedent
@@ -11,10 +9,6 @@ from textwrap import dedent
 
 def _src(text: str) -> str:
     return dedent(text).strip("\n") + "\n"
-
-
-def _ref(name: str) -> str:
-    return f"from attention_course.kernel_regression import {name}\n"
 
 
 # ---------------------------------------------------------------------------
@@ -74,7 +68,6 @@ WRONG["softmax"] = {
 }
 
 CORRECT["softmax"] = {
-    "package_reference": _ref("softmax"),
     "moveaxis_loop": _src("""
         def softmax(x, axis=-1):
             x = np.moveaxis(np.asarray(x), axis, -1)
@@ -191,7 +184,6 @@ WRONG["pairwise_sq_dists"] = {
 }
 
 CORRECT["pairwise_sq_dists"] = {
-    "package_reference": _ref("pairwise_sq_dists"),
     "expansion_clipped": _pd("""
         qq = np.sum(q ** 2, axis=-1, keepdims=True)
         kk = np.expand_dims(np.sum(k ** 2, axis=-1), -2)
@@ -240,7 +232,6 @@ WRONG["gaussian_kernel"] = {
 }
 
 CORRECT["gaussian_kernel"] = {
-    "package_reference": _ref("gaussian_kernel"),
     "other_order": _kern("gaussian_kernel", "return np.exp(-0.5 * sq / bandwidth / bandwidth)"),
     "power": _kern("gaussian_kernel", "return np.power(np.e, -sq / (2.0 * bandwidth * bandwidth))"),
 }
@@ -259,7 +250,6 @@ WRONG["boxcar_kernel"] = {
 }
 
 CORRECT["boxcar_kernel"] = {
-    "package_reference": _ref("boxcar_kernel"),
     "sqrt_where": _kern("boxcar_kernel", "return np.where(np.sqrt(sq) <= bandwidth, 1, 0).astype(sq.dtype)"),
     "ones_like": _kern(
         "boxcar_kernel",
@@ -284,7 +274,6 @@ WRONG["epanechnikov_kernel"] = {
 }
 
 CORRECT["epanechnikov_kernel"] = {
-    "package_reference": _ref("epanechnikov_kernel"),
     "clip": _kern("epanechnikov_kernel", "return np.clip(1 - sq / (bandwidth * bandwidth), 0, None)"),
     "where": _kern(
         "epanechnikov_kernel",
@@ -335,7 +324,6 @@ WRONG["attention_weights"] = {
 }
 
 CORRECT["attention_weights"] = {
-    "package_reference": _ref("attention_weights"),
     "errstate_nan_to_num": _aw("""
         with np.errstate(invalid="ignore", divide="ignore"):
             w = k / k.sum(axis=-1, keepdims=True)
@@ -416,7 +404,6 @@ WRONG["nadaraya_watson"] = {
 }
 
 CORRECT["nadaraya_watson"] = {
-    "package_reference": _ref("nadaraya_watson"),
     "explicit_formulas_einsum": _src('''
         def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
             formulas = {
@@ -488,7 +475,6 @@ WRONG["gaussian_scores"] = {
 }
 
 CORRECT["gaussian_scores"] = {
-    "package_reference": _ref("gaussian_scores"),
     "expansion": _gs("""
         q, k = np.asarray(queries), np.asarray(keys)
         q = q[:, None] if q.ndim == 1 else q
@@ -566,7 +552,6 @@ WRONG["loo_cv_error"] = {
 }
 
 CORRECT["loo_cv_error"] = {
-    "package_reference": _ref("loo_cv_error"),
     "loop_with_delete": _src('''
         def loo_cv_error(x, y, bandwidth, kernel="gaussian"):
             x, y = np.asarray(x), np.asarray(y)

@@ -1,8 +1,7 @@
 """Mutants of chapter 2 (attention scoring functions).
 
 ``WRONG``: plausible mistakes, each must fail at least one graded test cell.
-``CORRECT``: differently written right answers (and the package's reference layers),
-each must pass every test.
+``CORRECT``: differently written right answers, each must pass every test.
 """
 
 from textwrap import dedent
@@ -652,7 +651,6 @@ CORRECT = {
             return torch.arange(num_keys, device=lens.device) < lens
             """,
         ),
-        "package_reference": "from attention_course.attention import lengths_to_mask\n",
     },
     "masked_softmax": {
         "finfo_min_fill_then_multiply": _softmax(
@@ -687,7 +685,6 @@ CORRECT = {
                 raise TypeError(f"expected a boolean mask (True = may attend), got {mask.dtype}")
             """,
         ),
-        "package_reference": "from attention_course.attention import masked_softmax\n",
     },
     "dot_product_scores": {
         "einsum": _function(
@@ -714,7 +711,6 @@ CORRECT = {
             return (queries.unsqueeze(-2) * keys.unsqueeze(-3)).sum(dim=-1)
             """,
         ),
-        "package_reference": "from attention_course.attention import dot_product_scores\n",
     },
     "scaled_dot_product_attention": {
         "scale_the_queries_first": _function(
@@ -735,7 +731,6 @@ CORRECT = {
             return torch.einsum("...ij,...jv->...iv", weights, values), weights
             """,
         ),
-        "package_reference": "from attention_course.attention import scaled_dot_product_attention\n",
     },
     "AdditiveAttention": {
         "loop_over_keys_and_functional_dropout": _additive(
@@ -764,7 +759,6 @@ CORRECT = {
             return torch.einsum("...nm,...mv->...nv", self.dropout(weights), values)
             """,
         ),
-        "package_reference": "from attention_course.attention import AdditiveAttention\n",
     },
     "score_std": {
         "one_draw_biased_std": _function(
@@ -788,7 +782,6 @@ CORRECT = {
             return float(s.std(ddof=1) / (math.sqrt(d) if scaled else 1))
             """,
         ),
-        "package_reference": "from attention_course.attention import score_std\n",
     },
     "answer_not_a_difference": {"upper_case_with_spaces": 'answer_not_a_difference = " C "\n'},
 }

@@ -2,8 +2,8 @@
 
 ``WRONG``: plausible mistakes, each must fail at least one graded test cell (most fail a
 fast unit test before the training cell runs).
-``CORRECT``: differently written right answers (and the package's reference), each must
-pass every test, the training included.
+``CORRECT``: differently written right answers, each must pass every test, the
+training included.
 """
 
 from mutant_source import class_cell as _class
@@ -179,7 +179,6 @@ WRONG = {
 
 CORRECT = {
     "BahdanauDecoder": {
-        "package_reference": "from attention_course.bahdanau import BahdanauDecoder\n",
         # the state as a dict, the keys projected by hand once, weights computed explicitly
         "dict_state_manual_attention": _decoder(
             init_state="return {'memory': enc_outputs, 'hidden': enc_hidden, 'mask': src_mask}",
@@ -201,7 +200,6 @@ CORRECT = {
             """),
     },
     "sequence_loss": {
-        "package_reference": "from attention_course.bahdanau import sequence_loss\n",
         "log_softmax_gather": _function(LOSS, """
             log_probs = torch.log_softmax(logits, dim=-1)
             picked = log_probs.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1)
@@ -210,7 +208,6 @@ CORRECT = {
             """),
     },
     "greedy_decode": {
-        "package_reference": "from attention_course.bahdanau import greedy_decode\n",
         # always max_len columns, re-running the decoder over the whole prefix each step
         "full_prefix_every_step_max_len_columns": _function(GREEDY, """
             model.eval()

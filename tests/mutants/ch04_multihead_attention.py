@@ -1,8 +1,7 @@
 """Mutants of chapter 4 (multi-head attention).
 
 ``WRONG``: plausible mistakes, each must fail at least one graded test cell.
-``CORRECT``: differently written right answers (and the package's reference layers),
-each must pass every test.
+``CORRECT``: differently written right answers, each must pass every test.
 """
 
 from textwrap import dedent
@@ -437,7 +436,6 @@ CORRECT = {
             return torch.stack(X.chunk(num_heads, dim=-1), dim=1)
             """,
         ),
-        "package_reference": "from attention_course.multihead import split_heads\n",
     },
     "merge_heads": {
         "cat_of_heads": _function(
@@ -459,7 +457,6 @@ CORRECT = {
             return X.transpose(1, 2).flatten(start_dim=2)
             """,
         ),
-        "package_reference": "from attention_course.multihead import merge_heads\n",
     },
     "MultiHeadAttention": {
         "einsum_and_own_masking": _mha(
@@ -526,7 +523,6 @@ CORRECT = {
             forward=_FORWARD.replace("self.dropout(self.attention_weights)",
                                      "F.dropout(self.attention_weights, self.p, self.training)"),
         ),
-        "package_reference": "from attention_course.multihead import MultiHeadAttention\n",
     },
     "mha_param_count": {
         "sum_over_layers": _function(
@@ -540,7 +536,6 @@ CORRECT = {
             return num_heads * per_head + output
             """,
         ),
-        "package_reference": "from attention_course.multihead import mha_param_count\n",
     },
     "answer_notes_scale": {"upper_case_with_spaces": 'answer_notes_scale = " B "\n'},
 }

@@ -1,8 +1,7 @@
 """Mutants of chapter 5 (self-attention and positional encoding).
 
 ``WRONG``: plausible mistakes, each must fail at least one graded test cell.
-``CORRECT``: differently written right answers (and the package's reference code),
-each must pass every test.
+``CORRECT``: differently written right answers, each must pass every test.
 """
 
 from textwrap import dedent, indent
@@ -466,7 +465,6 @@ CORRECT = {
             return P[:, :d_model].to(torch.float32)
             """,
         ),
-        "package_reference": "from attention_course.positional import sinusoidal_positional_encoding\n",
     },
     "PositionalEncoding": {
         "add_table_to_x_dtype_einsum_free": _pe(
@@ -498,7 +496,6 @@ CORRECT = {
             return F.dropout(X + self.P.narrow(0, 0, T), p=self.p, training=self.training)
             """,
         ),
-        "package_reference": "from attention_course.positional import PositionalEncoding\n",
     },
     "relative_shift_matrix": {
         "block_diag": _function(
@@ -530,7 +527,6 @@ CORRECT = {
             return M
             """,
         ),
-        "package_reference": "from attention_course.positional import relative_shift_matrix\n",
     },
     "image_to_patches": {
         "unfold": _patches(
@@ -566,7 +562,6 @@ CORRECT = {
             return x if batched else x[0]
             """
         ),
-        "package_reference": "from attention_course.positional import image_to_patches\n",
     },
     "layer_costs": {
         "floats_and_powers": _function(
@@ -580,7 +575,6 @@ CORRECT = {
             }
             """,
         ),
-        "package_reference": "from attention_course.positional import layer_costs\n",
     },
     "answer_why_position": {"upper_case": 'answer_why_position = "B"\n'},
     "answer_max_path": {"padded": 'answer_max_path = " c "\n'},

@@ -3,7 +3,7 @@
 ``WRONG``: plausible mistakes, each must fail at least one graded test cell (all of them
 fail a unit test before the training cell runs, except an AddNorm that adds in place, which
 breaks the training's backward pass, and the wrong answers to the questions).
-``CORRECT``: differently written right answers (and the package's reference layers), each
+``CORRECT``: differently written right answers, each
 must pass every test, the training included.
 """
 
@@ -411,7 +411,6 @@ CORRECT = {
             normalised = (X - mean) / torch.sqrt(var + self.eps)
             return torch.einsum("...d,d->...d", normalised, self.weight) + self.bias
             """),
-        "package_reference": "from attention_course.encoder import LayerNorm\n",
     },
     "AddNorm": {
         "torch_layer_norm_called_ln": _addnorm(init="""
@@ -430,7 +429,6 @@ CORRECT = {
             return self.ln(residual + sublayer_output)
             """,
         ),
-        "package_reference": "from attention_course.encoder import AddNorm\n",
     },
     "PositionWiseFFN": {
         "functional_relu_with_names": _ffn(forward="""
@@ -441,7 +439,6 @@ CORRECT = {
         "clamp": _ffn(forward="return self.dense2(self.dropout(self.dense1(X).clamp(min=0)))"),
         # dropout scales by 1 / (1 - p) > 0 and keeps zeros: it commutes with the ReLU
         "dropout_before_relu_is_the_same": _ffn(forward="return self.dense2(torch.relu(self.dropout(self.dense1(X))))"),
-        "package_reference": "from attention_course.encoder import PositionWiseFFN\n",
     },
     "EncoderBlock": {
         "intermediate_names": _block(
@@ -464,7 +461,6 @@ CORRECT = {
             return self.addnorm2(X=Y, Y=self.ffn(Y))
             """
         ),
-        "package_reference": "from attention_course.encoder import EncoderBlock\n",
     },
     "TransformerEncoder": {
         "append_to_module_list_and_unsqueeze": _encoder(
@@ -501,7 +497,6 @@ CORRECT = {
         ),
         # (B, 1, 1, S) broadcasts against the (B, h, S, S) scores just as well
         "four_d_mask": _encoder_forward_with(_MASK, "mask = None if src_mask is None else src_mask[:, None, None, :]"),
-        "package_reference": "from attention_course.encoder import TransformerEncoder\n",
     },
     "answer_batchnorm": {"upper_case": 'answer_batchnorm = "A"\n'},
     "answer_path": {"padded": 'answer_path = " b "\n'},

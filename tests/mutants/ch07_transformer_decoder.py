@@ -2,8 +2,8 @@
 
 ``WRONG``: plausible mistakes, each must fail at least one graded test cell (all but one
 fail a fast unit test before the training cell runs).
-``CORRECT``: differently written right answers (and the package's reference), each must
-pass every test, the training included.
+``CORRECT``: differently written right answers, each must pass every test, the
+training included.
 ``WRONG_IN_KERNEL``: a mistake that only shows inside the learner's own process.
 """
 
@@ -437,7 +437,6 @@ WRONG = {
 
 CORRECT = {
     "causal_mask": {
-        "package_reference": "from attention_course.transformer import causal_mask\n",
         "arange_comparison": _function(
             CAUSAL,
             """
@@ -450,7 +449,6 @@ CORRECT = {
         ),
     },
     "teacher_forcing_pair": {
-        "package_reference": "from attention_course.transformer import teacher_forcing_pair\n",
         # the shape as torch.Size prints it: torch.Size([2, 1])
         "message_with_torch_size": _function(
             SHIFT,
@@ -480,7 +478,6 @@ CORRECT = {
         ),
     },
     "DecoderBlock": {
-        "package_reference": "from attention_course.transformer import DecoderBlock\n",
         "intermediate_names": _block(forward="""
             attended = self.self_attention(X, X, X, tgt_mask)
             Y = self.addnorm1(X, attended)
@@ -504,7 +501,6 @@ CORRECT = {
         ),
     },
     "TransformerDecoder": {
-        "package_reference": "from attention_course.transformer import TransformerDecoder\n",
         "unsqueeze_mask_and_power": _decoder(forward="""
             X = self.embedding(tgt_in) * self.d_model ** 0.5
             X = self.pos_encoding(X)
@@ -532,7 +528,6 @@ CORRECT = {
         ),
     },
     "Transformer": {
-        "package_reference": "from attention_course.transformer import Transformer\n",
         "forward_calls_the_layers_directly": _transformer(forward="""
             memory = self.encoder(src, src_mask)
             return self.decoder(tgt_in, memory, src_mask)
@@ -553,7 +548,6 @@ CORRECT = {
         ),
     },
     "greedy_decode": {
-        "package_reference": "from attention_course.transformer import greedy_decode\n",
         "list_of_token_columns": _function(GREEDY, """
             model.eval()
             with torch.no_grad():
@@ -584,7 +578,6 @@ CORRECT = {
             """),
     },
     "noam_lr": {
-        "package_reference": "from attention_course.transformer import noam_lr\n",
         "math_sqrt": _function(NOAM, """
             if step < 1:
                 raise ValueError(f"noam_lr: step = {step}, but steps are counted from 1")

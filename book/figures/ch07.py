@@ -1,6 +1,6 @@
 """Figures and demonstrations of chapter 7's book page, *The Transformer decoder*.
 
-The layers themselves are in :mod:`attention_course.transformer`; this module trains
+The layers themselves are in :mod:`attention_course.reference.ch07` (generated from the chapter's solution notebook); this module trains
 them on chapter 3's dates, checks them against PyTorch and draws the page's figures.
 Conventions are the course's: batch first, boolean masks with ``True`` = may attend,
 attention maps with one row per query and one column per key. Every function that trains
@@ -15,19 +15,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from attention_course.encoder import padding_to_attention_mask
-from attention_course.multihead import MultiHeadAttention
-from attention_course.transformer import (
+from attention_course.reference.ch04 import MultiHeadAttention
+from attention_course.reference.ch07 import (
     DecoderBlock,
     Transformer,
     causal_mask,
     greedy_decode,
-    make_transformer,
     noam_lr,
     teacher_forcing_pair,
-    to_torch_decoder_layer,
-    train_transformer,
 )
+from attention_course.seq2seq import make_seq2seq, make_transformer, train_seq2seq, train_transformer
+from attention_course.twins import to_torch_decoder_layer
+from figures.ch06 import padding_to_attention_mask
 
 __all__ = [
     "NOTES_TARGET",
@@ -285,20 +284,20 @@ def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transf
     (``train_options`` override them) without a progress bar. Returns ``(model,
     history)``."""
     torch.manual_seed(seed)
-    model = make_transformer(task)
-    history = train_transformer(model, task, seed=seed, progress=False, **train_options)
+    model = make_transformer(task, Transformer)
+    history = train_transformer(model, task, seed=seed, progress=False, schedule=noam_lr,
+                                shift=teacher_forcing_pair, **train_options)
     return model, history
 
 
 def train_date_bahdanau(task, seed: int = 0) -> tuple[nn.Module, dict]:
-    """Chapter 3's run, as its page makes it: ``make_model(task, embed_size=32,
+    """Chapter 3's run, as its page makes it: ``make_seq2seq(task, BahdanauDecoder, embed_size=32,
     num_hiddens=64)`` after ``torch.manual_seed(seed)``, 300 steps of 128 dates at a
     learning rate of ``1e-2``. Returns ``(model, history)``."""
-    from attention_course.bahdanau import make_model, sequence_loss
-    from attention_course.seq2seq import train_seq2seq
+    from attention_course.reference.ch03 import BahdanauDecoder, sequence_loss
 
     torch.manual_seed(seed)
-    model = make_model(task, embed_size=32, num_hiddens=64)
+    model = make_seq2seq(task, BahdanauDecoder, embed_size=32, num_hiddens=64)
     history = train_seq2seq(model, task, sequence_loss, num_steps=300, batch_size=128, lr=1e-2, seed=seed,
                             eval_every=25, progress=False)
     return model, history
@@ -330,7 +329,7 @@ def transformer_translate(model: Transformer, task, sources, max_len: int = 12) 
     """Greedy translations of the strings ``sources`` and the attention weights behind them.
 
     After :func:`greedy_decode`, the model reads its own output once more with teacher
-    forcing (``[<bos>, y_1, ..., y_k]``, as :func:`attention_course.bahdanau.translate`
+    forcing (``[<bos>, y_1, ..., y_k]``, as :func:`attention_course.seq2seq.translate`
     does), and the weights of that pass are collected from the *last* block of each half.
     Returns a dict: ``sources``, ``translations`` (strings, ``<eos>`` left out), ``cross``
     ``(B, h, T, S)`` (decoder queries over the source), ``decoder_self`` ``(B, h, T, T)``

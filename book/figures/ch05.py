@@ -1,16 +1,4 @@
-"""Self-attention and positional encoding: the reference code of chapter 5.
-
-Chapters 6 and 7 (the Transformer encoder and decoder) import
-:class:`PositionalEncoding` from here. Conventions of the course:
-
-* row vectors, batch first: a sequence of ``T`` tokens of width ``d`` is a ``(T, d)``
-  tensor, a batch of them ``(B, T, d)``;
-* positions count from 0: row ``t`` of the table is the encoding of the token at
-  index ``t`` of the sequence;
-* images are ``(C, H, W)`` or ``(B, C, H, W)``, as in PyTorch's convolutions.
-
-The second half of the module draws the figures of the chapter's book page.
-"""
+"""Figures and demonstrations of chapter 5's page, *Self-attention and positional encoding*."""
 
 from __future__ import annotations
 
@@ -21,169 +9,15 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = [
-    "sinusoidal_positional_encoding",
-    "PositionalEncoding",
-    "relative_shift_matrix",
-    "image_to_patches",
-    "layer_costs",
-    "permutation_check",
-    "plot_encoding_heatmap",
-    "plot_encoding_columns",
-    "plot_barcode",
-    "plot_relative_shift",
-    "plot_patches",
-    "time_self_attention_vs_gru",
-    "plot_timing",
-]
-
-
-# --------------------------------------------------------------------------------------
-# The sinusoidal table and the layer that adds it
-# --------------------------------------------------------------------------------------
-
-
-def sinusoidal_positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
-    """The sinusoidal table ``P`` of shape ``(max_len, d_model)``, ``float32``.
-
-    For position ``t = 0 .. max_len-1`` and ``j = 0, 1, ...``::
-
-        P[t, 2j]     = sin(t / 10000 ** (2j / d_model))
-        P[t, 2j + 1] = cos(t / 10000 ** (2j / d_model))
-
-    An odd ``d_model`` works: the last column is a sine whose cosine partner would be
-    column ``d_model``, which does not exist. The angles are computed in float64 and the
-    table rounded to float32 once.
-    """
-    if max_len < 0 or d_model < 1:
-        raise ValueError(f"need max_len >= 0 and d_model >= 1, got max_len={max_len}, d_model={d_model}")
-    positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
-    even = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2j = 0, 2, 4, ...
-    angles = positions / torch.pow(10000.0, even / d_model)  # (max_len, ceil(d/2))
-    table = torch.zeros(max_len, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(angles)
-    table[:, 1::2] = torch.cos(angles[:, : d_model // 2])
-    return table.to(torch.float32)
-
-
-class PositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to its input, then applies dropout.
-
-    The table is the buffer ``P`` of shape ``(max_len, d_model)`` (``float32``): saved in
-    the ``state_dict`` and moved by ``.to(device)``, but not a parameter, so no optimiser
-    changes it. ``forward(X)`` takes ``X`` of shape ``(..., T, d_model)`` (usually
-    ``(B, T, d_model)``) and returns ``dropout(X + P[:T])`` of the same shape, on ``X``'s
-    device. ``T > max_len`` or a last axis other than ``d_model`` raise ``ValueError``.
-    """
-
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
-        super().__init__()
-        self.d_model = d_model
-        self.max_len = max_len
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("P", sinusoidal_positional_encoding(max_len, d_model))
-
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        T, width = X.shape[-2], X.shape[-1]
-        if width != self.d_model:
-            raise ValueError(f"input of shape {tuple(X.shape)} has width {width}, expected d_model={self.d_model}")
-        if T > self.max_len:
-            raise ValueError(
-                f"sequence length T={T} is longer than the positional table, max_len={self.max_len}"
-            )
-        return self.dropout(X + self.P[:T].to(X.dtype))
-
-
-# --------------------------------------------------------------------------------------
-# Relative positions: a shift by k is a rotation of every sin/cos pair
-# --------------------------------------------------------------------------------------
-
-
-def relative_shift_matrix(k: int, d_model: int) -> torch.Tensor:
-    """The ``(d_model, d_model)`` float32 matrix ``M`` with ``P[t + k] = P[t] @ M`` for every ``t``.
-
-    ``M`` is block diagonal: the block of columns ``2j, 2j+1`` is
-    ``[[cos(w_j k), -sin(w_j k)], [sin(w_j k), cos(w_j k)]]`` with
-    ``w_j = 1 / 10000 ** (2j / d_model)``, a rotation of the pair ``(sin, cos)`` by the
-    angle ``w_j k`` (row vectors: the pair multiplies the block from the left). ``k`` may
-    be negative. An odd ``d_model`` raises ``ValueError`` (its last sine has no partner).
-    """
-    if d_model % 2:
-        raise ValueError(f"relative_shift_matrix needs an even d_model, got d_model={d_model}")
-    M = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for j in range(d_model // 2):
-        angle = k / 10000.0 ** (2 * j / d_model)
-        c, s = math.cos(angle), math.sin(angle)
-        M[2 * j, 2 * j], M[2 * j, 2 * j + 1] = c, -s
-        M[2 * j + 1, 2 * j], M[2 * j + 1, 2 * j + 1] = s, c
-    return M.to(torch.float32)
-
-
-# --------------------------------------------------------------------------------------
-# Self-attention for images: patches as tokens
-# --------------------------------------------------------------------------------------
-
-
-def image_to_patches(image: torch.Tensor, patch_size: int) -> torch.Tensor:
-    """Cut an image into non-overlapping ``p x p`` patches, one token per patch.
-
-    ``image``: ``(C, H, W)`` -> ``(N, C*p*p)``, or ``(B, C, H, W)`` -> ``(B, N, C*p*p)``,
-    with ``N = (H/p) * (W/p)``. Patches come in row-major grid order (left to right along
-    the top row of patches, then the next row); each patch is flattened in ``(C, p, p)``
-    order, so feature ``c*p*p + u*p + v`` is channel ``c``, row ``u``, column ``v`` of the
-    patch: the order of ``torch.nn.functional.unfold``. ``H`` or ``W`` not divisible by
-    ``p``, or an input that is not 3-D or 4-D, raise ``ValueError``.
-    """
-    if image.dim() not in (3, 4):
-        raise ValueError(f"expected an image (C, H, W) or a batch (B, C, H, W), got shape {tuple(image.shape)}")
-    p = patch_size
-    C, H, W = image.shape[-3:]
-    if H % p or W % p:
-        raise ValueError(f"image of height {H} and width {W} cannot be cut into {p}x{p} patches")
-    lead = image.shape[:-3]
-    grid = image.reshape(*lead, C, H // p, p, W // p, p)  # (..., C, rows, u, cols, v)
-    grid = grid.movedim(-5, -3)  # (..., rows, u, C, cols, v)
-    grid = grid.movedim(-4, -2)  # (..., rows, C, cols, u, v)
-    grid = grid.movedim(-4, -3)  # (..., rows, cols, C, u, v)
-    return grid.reshape(*lead, (H // p) * (W // p), C * p * p)
-
-
-# --------------------------------------------------------------------------------------
-# Costs of a layer: self-attention, RNN, CNN
-# --------------------------------------------------------------------------------------
-
-
-def layer_costs(n: int, d: int, k: int = 3) -> dict[str, tuple[float, float, float]]:
-    """Leading terms of the cost of one layer mapping ``n`` tokens of width ``d`` to ``n``.
-
-    Each value is ``(compute, sequential_ops, max_path_length)``:
-
-    * ``"self_attention"``: ``(n*n*d, 1, 1)``: the ``n x n`` scores and the weighted sum
-      (the ``n*d*d`` projections are dropped: ``n >> d`` is the regime of the comparison);
-      all positions at once; every token sees every other in one step;
-    * ``"rnn"``: ``(n*d*d, n, n)``: one ``d x d`` matrix-vector product per step, ``n`` steps
-      one after another; the first token reaches the last through ``n`` steps;
-    * ``"cnn"``: ``(k*n*d*d, 1, n/k)``: kernel width ``k``, ``d`` channels in and out;
-      parallel over positions; stacked layers of width ``k`` need ``n/k`` of them (as a
-      number, not rounded) to connect the two ends.
-    """
-    return {
-        "self_attention": (n * n * d, 1, 1),
-        "rnn": (n * d * d, n, n),
-        "cnn": (k * n * d * d, 1, n / k),
-    }
-
-
-# --------------------------------------------------------------------------------------
-# Demonstrations and figures of the book page
-# --------------------------------------------------------------------------------------
+from attention_course.device import best_device
+from attention_course.reference.ch02 import scaled_dot_product_attention
+from attention_course.reference.ch05 import image_to_patches, relative_shift_matrix, sinusoidal_positional_encoding
 
 
 def permutation_check(n: int = 6, d: int = 8, seed: int = 1) -> dict[str, float]:
     """Self-attention ``Y = SDPA(X W_q, X W_k, X W_v)`` on random data, with a random
     permutation ``pi`` of the tokens. Returns the largest ``|Y(X[pi]) - Y(X)[pi]|``
     without and with the positional encoding added to ``X`` first."""
-    from attention_course.attention import scaled_dot_product_attention
 
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(n, d, generator=generator, dtype=torch.float64)
@@ -316,8 +150,6 @@ def time_self_attention_vs_gru(
 
     On the CPU the measurement uses one thread (restored afterwards), so that other
     programs sharing the cores disturb it less and both layers get the same hardware."""
-    from attention_course.attention import scaled_dot_product_attention
-    from attention_course.device import best_device
 
     device = torch.device(device) if device is not None else best_device()
     torch.manual_seed(seed)

@@ -1,6 +1,6 @@
 """Figures and demonstrations of chapter 6's book page, *The Transformer encoder*.
 
-The layers themselves live in :mod:`attention_course.encoder`; this module only builds
+The layers themselves live in :mod:`attention_course.reference.ch06` (generated from the chapter's solution notebook); this module only builds
 on them: it switches the residual connection and the layer norm of an encoder block on
 and off to look at the gradients of a deep stack, compares layer and batch normalisation
 on padded batches, checks the course's block against PyTorch's, and trains the encoder
@@ -18,15 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_course.encoder import (
-    EncoderBlock,
-    LayerNorm,
-    TransformerEncoder,
-    init_transformer_weights,
-    padding_to_attention_mask,
-    to_torch_encoder_layer,
-)
-from attention_course.positional import sinusoidal_positional_encoding
+from attention_course.reference.ch05 import sinusoidal_positional_encoding
+from attention_course.reference.ch06 import EncoderBlock, LayerNorm, TransformerEncoder
 from attention_course.tagging import (
     IGNORE,
     PAD_ID,
@@ -37,6 +30,8 @@ from attention_course.tagging import (
     token_accuracy,
     train_tagger,
 )
+from attention_course.training import init_transformer_weights
+from attention_course.twins import to_torch_encoder_layer
 
 __all__ = [
     "embedding_scales",
@@ -61,11 +56,27 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
+def padding_to_attention_mask(padding_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """A ``(B, S)`` padding mask (``True`` = real token) as a ``(B, 1, S)`` attention mask:
+    every query may attend to the real tokens of its own sequence. ``None`` stays ``None``.
+
+    A mask that is not ``(B, S)`` boolean raises ``ValueError``: a 2-D mask given to an
+    attention layer as it is would be read as an ``(n, m)`` mask, wrongly."""
+    if padding_mask is None:
+        return None
+    if padding_mask.dtype != torch.bool or padding_mask.dim() != 2:
+        raise ValueError(
+            "a padding mask is a (B, S) boolean tensor with True = a real token, got "
+            f"shape {tuple(padding_mask.shape)} and dtype {padding_mask.dtype}"
+        )
+    return padding_mask[:, None, :]
+
+
 def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32, seed: int = 0) -> dict[str, float]:
     """Root-mean-square size of the entries of ``sqrt(d_model) * embedding`` (the input
-    of the positional encoding in :class:`~attention_course.encoder.TransformerEncoder`)
+    of the positional encoding in :class:`~attention_course.reference.ch06.TransformerEncoder`)
     with PyTorch's default ``N(0, 1)`` embeddings and with the course's
-    ``N(0, 1/d_model)`` (:func:`~attention_course.encoder.init_transformer_weights`),
+    ``N(0, 1/d_model)`` (:func:`~attention_course.training.init_transformer_weights`),
     next to the size of the positional encoding's entries."""
     torch.manual_seed(seed)
     embedding = nn.Embedding(vocab_size, d_model)
@@ -90,7 +101,7 @@ def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32,
 
 
 class SwitchableEncoderBlock(EncoderBlock):
-    """An :class:`~attention_course.encoder.EncoderBlock` whose residual connections and
+    """An :class:`~attention_course.reference.ch06.EncoderBlock` whose residual connections and
     layer norms can be switched off, to see what each one does in a deep stack.
 
     Each sub-layer ``F`` (attention, then the FFN) becomes ``LN(X + F(X))`` (both on: the
@@ -295,7 +306,7 @@ def plot_batch_dependence(result: dict | None = None, **kwargs):
 
 
 def parameter_counts(configs=((512, 8, 2048), (64, 4, 128))) -> list[dict]:
-    """Parameters of one :class:`~attention_course.encoder.EncoderBlock` per part, counted
+    """Parameters of one :class:`~attention_course.reference.ch06.EncoderBlock` per part, counted
     in the modules, for each ``(d_model, num_heads, d_ff)``; also the FFN's formula
     ``2 d d_ff + d_ff + d``."""
     rows = []
@@ -319,11 +330,11 @@ def parameter_counts(configs=((512, 8, 2048), (64, 4, 128))) -> list[dict]:
 def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 32, batch_size: int = 3,
                             seq_len: int = 7, seed: int = 0) -> dict[str, float]:
     """Largest differences, in float64, between the course's layers and PyTorch's loaded
-    with the same weights: :class:`~attention_course.encoder.LayerNorm` (random weight
+    with the same weights: :class:`~attention_course.reference.ch06.LayerNorm` (random weight
     and bias) against ``nn.LayerNorm``, and an
-    :class:`~attention_course.encoder.EncoderBlock` (dropout 0) against its twin
+    :class:`~attention_course.reference.ch06.EncoderBlock` (dropout 0) against its twin
     ``nn.TransformerEncoderLayer(batch_first=True, norm_first=False)`` from
-    :func:`~attention_course.encoder.to_torch_encoder_layer`, without a mask and with a
+    :func:`~attention_course.twins.to_torch_encoder_layer`, without a mask and with a
     padding mask (sequences of lengths ``seq_len, seq_len - 2, 2, ...``; compared at the
     real positions, the only ones a padded output is defined at)."""
     generator = torch.Generator().manual_seed(seed)
@@ -412,7 +423,7 @@ def train_duplicate_models(task: TaggingTask, seed: int = 0, device=None) -> dic
     :func:`~attention_course.tagging.train_tagger` (batch 64, learning rate ``1e-3``):
 
     * ``"encoder"``: ``TokenClassifier(TransformerEncoder(vocab, 64, 4, 128, 2,
-      max_len=32), 64, 2)`` after :func:`~attention_course.encoder.init_transformer_weights`,
+      max_len=32), 64, 2)`` after :func:`~attention_course.training.init_transformer_weights`,
       600 steps, validation every 50;
     * ``"window"``: ``WindowMLP(vocab, 2)`` (3 neighbours on each side), 1200 steps,
       validation every 100.
@@ -469,7 +480,7 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
 @torch.no_grad()
 def copy_attention_share(model: TokenClassifier, batch: TaggingBatch, num_letters: int = 25) -> dict:
     """How much attention a duplicated letter gives to its copies, in a trained
-    ``TokenClassifier`` around a :class:`~attention_course.encoder.TransformerEncoder`.
+    ``TokenClassifier`` around a :class:`~attention_course.reference.ch06.TransformerEncoder`.
 
     Over the duplicated letters of ``batch`` (token ids ``1..num_letters``), the share of
     a letter's attention row that lands on the *other* positions holding the same letter:

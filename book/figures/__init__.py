@@ -1,0 +1,4 @@
+"""The book's figure code, one module per chapter page (`from figures.ch04 import ...`).
+
+It draws on the course package and its solved exercises (`attention_course.reference`);
+nothing here is installed for learners or seen by the grader."""

@@ -1,0 +1,135 @@
+"""Figures of chapter 1's page, *Queries, keys and values: attention pooling*."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from attention_course.reference.ch01 import (
+    attention_weights,
+    boxcar_kernel,
+    epanechnikov_kernel,
+    gaussian_kernel,
+    loo_cv_error,
+    nadaraya_watson,
+    pairwise_sq_dists,
+)
+from attention_course.regression import RegressionData, make_regression_data
+
+#: the three kernels of the chapter, by the names ``nadaraya_watson`` takes
+KERNELS = {"gaussian": gaussian_kernel, "boxcar": boxcar_kernel, "epanechnikov": epanechnikov_kernel}
+
+
+_KERNEL_LABELS = {"gaussian": "Gaussian", "boxcar": "boxcar", "epanechnikov": "Epanechnikov"}
+
+
+def _legend_below(fig, ax) -> None:
+    """One legend for the whole figure, under the panels, so it hides no data."""
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+
+
+def _plot_estimate(ax, data: RegressionData, kernel: str, bandwidth: float) -> None:
+    """Training points, the truth and one kernel's Nadaraya-Watson estimate on ``ax``."""
+    estimate = nadaraya_watson(data.x_test, data.x_train, data.y_train, kernel=kernel, bandwidth=bandwidth)
+    ax.plot(data.x_train, data.y_train, "o", color="0.6", ms=3, label="training data")
+    ax.plot(data.x_test, data.y_test, "--", color="k", lw=1, label="truth")
+    ax.plot(data.x_test, estimate, color="C3", lw=1.8, label="estimate")
+    ax.set_xlabel("x")
+
+
+def plot_kernel_shapes(bandwidth: float = 1.0, radius: float = 3.0):
+    """The three kernels as functions of the signed distance ``q - k`` (one panel each)."""
+    import matplotlib.pyplot as plt
+
+    dist = np.linspace(-radius, radius, 601)
+    fig, axes = plt.subplots(1, 3, figsize=(9, 2.4), sharey=True)
+    for ax, (name, fn) in zip(axes, KERNELS.items()):
+        ax.plot(dist, fn(dist**2, bandwidth), color="C0")
+        ax.set_title(f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})")
+        ax.set_xlabel("q - k")
+        ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+    axes[0].set_ylabel("K(q, k)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_kernel_estimates(data: RegressionData | None = None, bandwidth: float = 0.5):
+    """Each kernel's Nadaraya-Watson estimate against the truth and the training points."""
+    import matplotlib.pyplot as plt
+
+    data = data or make_regression_data()
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)
+    for ax, name in zip(axes, KERNELS):
+        _plot_estimate(ax, data, name, bandwidth)
+        ax.set_title(f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})")
+    axes[0].set_ylabel("y")
+    _legend_below(fig, axes[0])
+    return fig
+
+
+def plot_attention_heatmaps(data: RegressionData | None = None, bandwidth: float = 0.5):
+    """The attention weights ``(n_test, n_train)`` of each kernel, as heat maps."""
+    from attention_course.plotting import show_heatmaps
+
+    data = data or make_regression_data()
+    sq = pairwise_sq_dists(data.x_test, data.x_train)
+    maps = np.stack([attention_weights(fn(sq, bandwidth)) for fn in KERNELS.values()])
+    return show_heatmaps(
+        maps,
+        xlabel="training inputs (keys, sorted)",
+        ylabel="test inputs (queries)",
+        titles=[f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})" for name in KERNELS],
+        figsize=(10.5, 3.2),
+    )
+
+
+def plot_bandwidth_effect(
+    data: RegressionData | None = None,
+    bandwidths: Sequence[float] = (0.05, 0.3, 3.0),
+    kernel: str = "gaussian",
+):
+    """One kernel's estimate for a few bandwidths: too small, about right, too large."""
+    import matplotlib.pyplot as plt
+
+    data = data or make_regression_data()
+    fig, axes = plt.subplots(1, len(bandwidths), figsize=(3.4 * len(bandwidths), 3), sharey=True)
+    for ax, h in zip(np.atleast_1d(axes), bandwidths):
+        _plot_estimate(ax, data, kernel, h)
+        ax.set_title(f"{_KERNEL_LABELS[kernel]}, h = {h:g}")
+    np.atleast_1d(axes)[0].set_ylabel("y")
+    _legend_below(fig, np.atleast_1d(axes)[0])
+    return fig
+
+
+def plot_loo_curve(data: RegressionData | None = None, bandwidths: Sequence[float] | None = None):
+    """Leave-one-out error against the bandwidth, for each kernel, with each minimum marked.
+
+    Returns ``(figure, best)`` where ``best`` maps each kernel name to its chosen bandwidth.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
+
+    data = data or make_regression_data()
+    bandwidths = np.geomspace(0.03, 3.0, 60) if bandwidths is None else np.asarray(bandwidths)
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    best = {}
+    for i, name in enumerate(KERNELS):
+        errors = np.array([loo_cv_error(data.x_train, data.y_train, h, kernel=name) for h in bandwidths])
+        j = int(np.argmin(errors))
+        best[name] = float(bandwidths[j])
+        ax.plot(bandwidths, errors, color=f"C{i}", label=f"{_KERNEL_LABELS[name]} (best h = {bandwidths[j]:.2g})")
+        ax.plot(bandwidths[j], errors[j], "o", color=f"C{i}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis, ticks in ((ax.xaxis, (0.03, 0.1, 0.3, 1, 3)), (ax.yaxis, (0.3, 0.5, 1, 2, 4))):
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("bandwidth h")
+    ax.set_ylabel("leave-one-out MSE")
+    ax.legend(loc="upper center", fontsize=8)
+    fig.tight_layout()
+    return fig, best
