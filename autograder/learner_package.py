@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import sys
 import tempfile
 import tomllib
@@ -30,6 +29,7 @@ import nbformat
 import yaml
 
 from autograder import course
+from autograder.chapter_package import build_package_tree, chapter_of
 
 # Wheel entries get this fixed time, so the same sources give byte-identical wheels.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -41,17 +41,9 @@ def _project() -> dict:
     return tomllib.loads((course.REPO / "pyproject.toml").read_text())["project"]
 
 
-def chapter_tag(assignment: str) -> str:
-    """``"ch04"`` for ``"ch04_multihead_attention"``; a ValueError for a name without it."""
-    match = re.fullmatch(r"(ch\d+)_\w+", assignment)
-    if not match:
-        raise ValueError(f"assignment {assignment!r} is not named chNN_<topic>; cannot tag its package")
-    return match.group(1)
-
-
 def wheel_version(assignment: str) -> str:
     """The course's version with the chapter as its local label, e.g. ``0.1.0+ch04``."""
-    return f"{_project()['version']}+{chapter_tag(assignment)}"
+    return f"{_project()['version']}+{chapter_of(assignment)}"
 
 
 def wheel_name(assignment: str) -> str:
@@ -105,8 +97,6 @@ def write_wheel(package: Path, assignment: str, dest_dir: Path) -> Path:
 
 def build_wheel(assignment: str, dest_dir: Path) -> Path:
     """Chapter ``assignment``'s wheel, built from what its learner may have, in ``dest_dir``."""
-    from autograder.chapter_package import build_package_tree
-
     with tempfile.TemporaryDirectory(prefix="attention-wheel-") as tmp:
         package = build_package_tree(assignment, Path(tmp))
         return write_wheel(package, assignment, dest_dir)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -26,7 +27,7 @@ from nbclient import NotebookClient
 import browser
 import notebook_tools as nbt
 from autograder import course, learner_package
-from test_book import _norm, private_lines
+from autograder.chapter_package import chapter_of
 
 STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
 
@@ -56,35 +57,89 @@ def test_each_wheel_is_its_chapters_package(wheels):
         for dep in ("numpy", "torch", "matplotlib", "tqdm"):
             assert f"Requires-Dist: {dep}" in metadata, f"{wheel.name} does not require {dep}"
         assert sorted(line.split(",")[0] for line in record.splitlines()) == sorted(names)
-        # the reference layers of the chapters before it, and none of its own or later ones
-        tag = learner_package.chapter_tag(assignment)
-        refs = sorted(re.findall(r"attention_course/reference/(ch\d+)\.py", "\n".join(names)))
-        earlier = [learner_package.chapter_tag(a) for a in course.assignments() if learner_package.chapter_tag(a) < tag]
-        assert set(refs) <= set(earlier), f"{wheel.name} carries reference layers {refs}"
+        # the reference layers of the chapters before it; for its own and later ones, a stub
+        here = chapter_of(assignment)
+        sources = _python_sources(wheel)
+        for other in course.assignments():
+            module = sources[f"attention_course/reference/{chapter_of(other)}.py"]
+            is_stub = "raise ImportError(" in module and "def " not in module and "class " not in module
+            assert is_stub == (chapter_of(other) >= here), (
+                f"{wheel.name}: reference/{chapter_of(other)}.py is {'a stub' if is_stub else 'the solution'}"
+            )
+
+
+def _definitions(source: str) -> dict[str, str]:
+    """Every function, method and class that ``source`` defines, by its code: ``{ast dump of
+    the definition, its name and docstrings left out: its name}``. The same code under another
+    name or docstring, anywhere in a module, gives the same key."""
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            copy = ast.parse(ast.unparse(node)).body[0]  # a detached copy to normalise
+            for inner in ast.walk(copy):
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    inner.name = "_"
+                    body = inner.body
+                    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                            and isinstance(body[0].value.value, str):
+                        inner.body = body[1:] or [ast.Pass()]
+            found[ast.dump(copy, annotate_fields=False)] = node.name
+    return found
+
+
+def _solution_definitions(assignment: str) -> dict[str, str]:
+    """The definitions of ``assignment``'s solution cells (as :func:`_definitions`), each
+    named ``<assignment>:<name>``."""
+    found = {}
+    for cell in nbt.read(nbt.source_notebook(assignment)).cells:
+        if nbt.is_solution_cell(cell):
+            code = "\n".join(ln for ln in cell.source.splitlines() if "### BEGIN SOLUTION" not in ln
+                             and "### END SOLUTION" not in ln)
+            found.update({k: f"{assignment}:{v}" for k, v in _definitions(code).items()})
+    return found
+
+
+def _wheel_problems(wheel: Path, assignment: str) -> list[str]:
+    """What is wrong with ``wheel`` as chapter ``assignment``'s package: a function, method or
+    class of a solution cell of that chapter or a later one in it (whatever its name or
+    docstring), or an exercise of an earlier chapter missing from it."""
+    order = course.assignments()
+    shipped = {}
+    for name, text in _python_sources(wheel).items():
+        shipped.update({k: f"{name}:{v}" for k, v in _definitions(text).items()})
+    problems = []
+    for other in order:
+        answers = _solution_definitions(other)
+        if order.index(other) >= order.index(assignment):
+            problems += [f"{wheel.name} holds {answers[k]} as {shipped[k]}" for k in answers if k in shipped]
+        else:
+            exercises = set(nbt.grade_ids(nbt.read(nbt.source_notebook(other)), nbt.is_solution_cell))
+            problems += [f"{wheel.name} lacks the reference layer {v}" for k, v in answers.items()
+                         if v.split(":")[1] in exercises and k not in shipped]
+    return problems
 
 
 def test_no_wheel_holds_an_answer_of_its_chapter_or_a_later_one(wheels):
-    lines = private_lines()  # solution and hidden-test lines, each with its first chapter
-    assert lines
-    order = course.assignments()
-    found = []
-    for assignment, wheel in wheels.items():
-        forbidden = {line: origin for line, origin in lines.items()
-                     if order.index(Path(origin.split()[0]).parent.name) >= order.index(assignment)}
-        assert forbidden, f"no solution line of {assignment} or later to look for"
-        for name, text in _python_sources(wheel).items():
-            text = _norm(text)
-            found += [f"{wheel.name}: {name} holds {line!r} ({origin})" for line, origin in forbidden.items()
-                      if line in text]
-    assert not found, "\n".join(found[:20])
+    problems = [p for assignment, wheel in wheels.items() for p in _wheel_problems(wheel, assignment)]
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_answer_search_finds_answers(tmp_path):
+    """The whole course package (every chapter's reference layers) packed as chapter 1's wheel
+    is caught holding the answers of every chapter."""
+    leaky = learner_package.write_wheel(nbt.ROOT / "attention_course", course.assignments()[0], tmp_path)
+    problems = _wheel_problems(leaky, course.assignments()[0])
+    for assignment in course.assignments():
+        first = nbt.grade_ids(nbt.read(nbt.source_notebook(assignment)), nbt.is_solution_cell)[0]
+        assert any(f"holds {assignment}:{first} " in p for p in problems), f"missed {assignment}:{first}"
 
 
 def test_write_wheel_refuses_a_folder_that_is_not_the_package(tmp_path):
     (tmp_path / "something").mkdir()
     with pytest.raises(ValueError, match="not an attention_course package folder"):
         learner_package.write_wheel(tmp_path / "something", course.assignments()[0], tmp_path)
-    with pytest.raises(ValueError, match="not named chNN_<topic>"):
-        learner_package.chapter_tag("multihead")
+    with pytest.raises(ValueError, match="does not start with its chapter"):
+        learner_package.wheel_name("multihead")
 
 
 # ------------------------------------------------------------------ a fresh environment
