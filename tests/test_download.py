@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -158,7 +159,7 @@ def fresh_kernel(tmp_path_factory, wheels) -> str:
         capture_output=True, text=True, timeout=1800,
     )
     assert done.returncode == 0, done.stderr
-    probe = subprocess.run([str(python), "-c", "import attention_course"], capture_output=True, text=True)
+    probe = subprocess.run([str(python), "-c", "import attention_course"], capture_output=True, text=True, cwd=root)
     assert probe.returncode != 0, "the fresh environment can import attention_course already"
     spec = root / "jupyter" / "kernels" / "fresh"
     spec.mkdir(parents=True)
@@ -204,19 +205,24 @@ def test_downloaded_notebook_installs_once_and_runs_to_its_first_stub(tmp_path, 
             folder.mkdir()
             wheel = learner_package.wheel_name(assignment)
 
-            if n == 0:  # no published book: one line says what to do
-                unpublished = learner_package.with_install_cell(nbt.read(released), assignment, wheels_url="")
-                (cell,) = _run_until_error(unpublished, folder, stop_after=1)
+            if n == 0:
+                # A book with no published address: one line says what to do, and with the
+                # chapter's wheel downloaded beside the notebook, the cell installs that.
+                nb = learner_package.with_install_cell(nbt.read(released), assignment, wheels_url="")
+                (cell,) = _run_until_error(nb, folder, stop_after=1)
                 error = _error(cell)
                 assert error is not None and error.ename == "ModuleNotFoundError", cell.outputs
                 assert wheel in error.evalue and "\n" not in error.evalue, error.evalue
-
-            nb = learner_package.with_install_cell(nbt.read(released), assignment, wheels_url=f"{site}/")
+                shutil.copy(wheels[assignment], folder / wheel)
+                source = wheel
+            else:  # the published book serves the wheels
+                nb = learner_package.with_install_cell(nbt.read(released), assignment, wheels_url=f"{site}/")
+                source = f"{site}/{wheel}"
             ran = _run_until_error(nb, folder)
             install = ran[0]
             assert _error(install) is None, install.outputs
             said = _text(install).strip()
-            assert said == f"Installed attention_course {learner_package.wheel_version(assignment)} from {site}/{wheel}.", said
+            assert said == f"Installed attention_course {learner_package.wheel_version(assignment)} from {source}.", said
             # the notebook stops at the first exercise, with the stub's message
             failed = ran[-1]
             error = _error(failed)

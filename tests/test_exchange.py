@@ -27,6 +27,7 @@ import nbformat
 import pytest
 
 import notebook_tools as nbt
+from autograder import learner_package
 
 pytestmark = pytest.mark.xdist_group("grading")
 
@@ -64,9 +65,12 @@ def test_release_fetch_submit_collect_grade_feedback(tmp_path):
     # every submission is owned by the one Unix user: nothing for collect to cross-check
     teacher = _home(tmp_path, "teacher", exchange, "c.ExchangeCollect.check_owner = False\n")
     course_root = teacher / COURSE_ID
-    # The instructor's course folder: the released learner notebooks in release/<assignment>/.
-    shutil.copytree(nbt.NOTEBOOKS / ASSIGNMENT, course_root / "release" / ASSIGNMENT)
-    released = (course_root / "release" / ASSIGNMENT / "attention_pooling.ipynb").read_bytes()
+    # The instructor's course folder: in release/<assignment>/, the learner notebook and the
+    # chapter's wheel, which the notebook's first cell installs from its own folder.
+    release = course_root / "release" / ASSIGNMENT
+    shutil.copytree(nbt.NOTEBOOKS / ASSIGNMENT, release)
+    wheel = learner_package.build_wheel(ASSIGNMENT, release)
+    released = (release / "attention_pooling.ipynb").read_bytes()
     _nbgrader(course_root, teacher, "release_assignment", ASSIGNMENT)
     assert (exchange / COURSE_ID / "outbound" / ASSIGNMENT / "attention_pooling.ipynb").read_bytes() == released
 
@@ -76,6 +80,7 @@ def test_release_fetch_submit_collect_grade_feedback(tmp_path):
         _nbgrader(home, home, "fetch_assignment", ASSIGNMENT)
         fetched = home / ASSIGNMENT / "attention_pooling.ipynb"
         assert fetched.read_bytes() == released
+        assert (home / ASSIGNMENT / wheel.name).read_bytes() == wheel.read_bytes(), f"{name} did not get the wheel"
         if name == "ann":
             nbformat.write(nbt.solved(nbt.read(fetched), ASSIGNMENT), fetched)
         _nbgrader(home, home, "submit", ASSIGNMENT)

@@ -68,7 +68,7 @@ def lab(tmp_path_factory):
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={work}"],
+         f"--ServerApp.root_dir={work}", *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
@@ -94,7 +94,17 @@ def lab(tmp_path_factory):
 
 
 def _run_all_and_validate(page: cdp.Page, url: str, shots: Path, name: str) -> str:
-    """Open ``url``, restart and run all cells, press Validate; the validation dialog's text."""
+    """Open ``url``, restart and run all cells, press Validate; the validation dialog's text.
+    When the page does not get there, a screenshot of where it stopped is kept."""
+    try:
+        return _steps(page, url, shots, name)
+    except (TimeoutError, RuntimeError):
+        page.screenshot(shots / f"{name}-stopped-here.png")
+        print(f"\nthe lab stopped; screenshot: {shots / f'{name}-stopped-here.png'}")
+        raise
+
+
+def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     page.goto(url)
     page.wait_for("document.querySelector('.jp-Notebook .jp-Cell') !== null", what="the notebook")
     page.wait_for(KERNEL_IDLE, timeout=180, what="an idle kernel")
@@ -103,7 +113,7 @@ def _run_all_and_validate(page: cdp.Page, url: str, shots: Path, name: str) -> s
     page.wait_for(f"{RUNNING_CELLS} === 0 && {KERNEL_IDLE}", timeout=600, what="the cells to run")
     page.screenshot(shots / f"{name}-1-run-all.png")
     page.click(".validate-button jp-button, .validate-button button")
-    text = page.wait_for(DIALOG_TEXT, timeout=600, what="the validation dialog")
+    text = page.wait_for(DIALOG_TEXT, timeout=300, what="the validation dialog")
     time.sleep(1)  # let the dialog finish drawing before the picture
     page.screenshot(shots / f"{name}-2-validate.png")
     page.click(".jp-Dialog .jp-mod-accept")
