@@ -35,7 +35,9 @@ STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).gro
 
 # The lab's state, as the page shows it.
 KERNEL_IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"
-RUNNING_CELLS = "[...document.querySelectorAll('.jp-InputArea-prompt')].filter(p => p.textContent.includes('*')).length"
+PROMPTS = "[...document.querySelectorAll('.jp-Notebook .jp-InputArea-prompt')].map(p => p.textContent)"
+# Run All has run: some cell has an execution count, none is waiting or running ([*]).
+RAN = f"({PROMPTS}).some(t => /\\d/.test(t)) && !({PROMPTS}).some(t => t.includes('*'))"
 DIALOG_TEXT = "document.querySelector('.jp-Dialog-content')?.innerText || ''"
 
 
@@ -110,9 +112,9 @@ def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     page.wait_for(KERNEL_IDLE, timeout=180, what="an idle kernel")
     page.click("jp-button[data-command='notebook:restart-run-all']")
     page.click(".jp-Dialog .jp-mod-accept")  # "Restart"
-    page.wait_for(f"{RUNNING_CELLS} === 0 && {KERNEL_IDLE}", timeout=600, what="the cells to run")
+    page.wait_for(f"{RAN} && {KERNEL_IDLE}", timeout=600, what="the cells to run")
     page.screenshot(shots / f"{name}-1-run-all.png")
-    page.click(".validate-button jp-button, .validate-button button")
+    page.click("jp-button.validate-button")
     text = page.wait_for(DIALOG_TEXT, timeout=300, what="the validation dialog")
     time.sleep(1)  # let the dialog finish drawing before the picture
     page.screenshot(shots / f"{name}-2-validate.png")
