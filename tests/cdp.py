@@ -58,13 +58,16 @@ class Page:
     def goto(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 
-    def click(self, selector: str) -> None:
-        """Press and release the left mouse button over the middle of the first ``selector``."""
+    def click(self, selector: str, text: str | None = None) -> None:
+        """Press and release the left mouse button over the middle of the first ``selector``
+        (the first whose text is ``text``, when given), once it is visible."""
+        find = (f"[...document.querySelectorAll({json.dumps(selector)})]"
+                f".find(e => {json.dumps(text)} === null || e.textContent.trim() === {json.dumps(text)})")
         box = self.wait_for(
-            f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
-            " if (!e) return null; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
+            f"(() => {{ const e = {find};"
+            " if (!e) return null; e.scrollIntoView({block: 'nearest'}); const r = e.getBoundingClientRect();"
             " return r.width && r.height ? [r.x + r.width / 2, r.y + r.height / 2] : null; })()",
-            what=f"a visible {selector}",
+            what=f"a visible {selector}" + (f" saying {text!r}" if text else ""),
         )
         x, y = box
         self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)

@@ -761,6 +761,8 @@ def test_launch_buttons_open_each_exercise_notebook(launch_book):
         assert unquote(query["urlpath"]) == f"lab/tree/{org_repo.split('/')[1]}/{notebook}"
         # the repository holds the file each link opens
         assert (REPO / notebook).is_file()
+        # links to other sites, never loads from them: the page stays offline
+        assert not remote_loads_in_html((launch_book / f"{doc}.html").read_text()), doc
     # a chapter page is markdown, which Colab cannot open: no launch buttons there
     assert _launch_buttons(_soup(launch_book / f"{chapter_docs()[0]}.html")) == {}
 
