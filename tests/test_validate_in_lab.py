@@ -118,7 +118,7 @@ def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     page.wait_for(f"!document.querySelector('.jp-Dialog') && {KERNEL_IDLE}", timeout=180, what="the restarted kernel")
     time.sleep(2)
     page.click(".lm-MenuBar-item", "Run")
-    page.click(".lm-Menu-item[data-command='notebook:run-all-cells']")
+    page.click(".lm-Menu-itemLabel", "Run All Cells")
     page.wait_for(f"{RAN} && {KERNEL_IDLE}", timeout=600, what="the cells to run")
     page.screenshot(shots / f"{name}-1-run-all.png")
     page.click("jp-button.validate-button")
