@@ -33,9 +33,11 @@ from autograder import course
 ASSIGNMENT = "ch01_attention_pooling"
 STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
 
-# The lab's state, as the page shows it.
+# The lab's state, as the page shows it. Each notebook is opened in a workspace of its own
+# (/lab/workspaces/<name>/tree/<path>?reset), so the page holds that one notebook.
+PANEL = ".jp-NotebookPanel"
 KERNEL_IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"
-PROMPTS = "[...document.querySelectorAll('.jp-Notebook .jp-InputArea-prompt')].map(p => p.textContent)"
+PROMPTS = f"[...document.querySelectorAll('{PANEL} .jp-InputArea-prompt')].map(p => p.textContent)"
 # Run All has run: some cell has an execution count, none is waiting or running ([*]).
 RAN = f"({PROMPTS}).some(t => /\\d/.test(t)) && !({PROMPTS}).some(t => t.includes('*'))"
 DIALOG_TEXT = "document.querySelector('.jp-Dialog-content')?.innerText || ''"
@@ -108,12 +110,12 @@ def _run_all_and_validate(page: cdp.Page, url: str, shots: Path, name: str) -> s
 
 def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     page.goto(url)
-    page.wait_for("document.querySelector('.jp-Notebook .jp-Cell') !== null", what="the notebook")
+    page.wait_for(f"document.querySelector('{PANEL} .jp-Cell') !== null", what="the notebook")
     page.wait_for(KERNEL_IDLE, timeout=180, what="an idle kernel")
     # Kernel -> Restart Kernel..., then Run -> Run All Cells, as the notebook asks before a
     # submission. (The toolbar's one-click restart-and-run-all can lose the first cell's request
     # while the lab reconnects to the restarted kernel, when the machine is busy.)
-    page.click("jp-button[data-command='notebook:restart-kernel']")
+    page.click(f"{PANEL} jp-button[data-command='notebook:restart-kernel']")
     page.click(".jp-Dialog .jp-mod-accept")  # "Restart"
     page.wait_for(f"!document.querySelector('.jp-Dialog') && {KERNEL_IDLE}", timeout=180, what="the restarted kernel")
     time.sleep(2)
@@ -121,7 +123,7 @@ def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     page.click(".lm-Menu-itemLabel", "Run All Cells")
     page.wait_for(f"{RAN} && {KERNEL_IDLE}", timeout=600, what="the cells to run")
     page.screenshot(shots / f"{name}-1-run-all.png")
-    page.click("jp-button.validate-button")
+    page.click(f"{PANEL} jp-button.validate-button")
     text = page.wait_for(DIALOG_TEXT, timeout=300, what="the validation dialog")
     time.sleep(1)  # let the dialog finish drawing before the picture
     page.screenshot(shots / f"{name}-2-validate.png")
@@ -136,12 +138,12 @@ def test_validate_button_in_jupyterlab(lab, tmp_path):
     first_exercise = nbt.grade_ids(nbt.read(next(work.glob("*.ipynb"))), nbt.is_solution_cell)[0]
     with cdp.chromium_page() as page:
         name = next(work.glob("*.ipynb")).name
-        blank = _run_all_and_validate(page, f"{base}/lab/tree/{name}?token={token}", shots, "untouched")
+        blank = _run_all_and_validate(page, f"{base}/lab/workspaces/untouched/tree/{name}?reset&token={token}", shots, "untouched")
         errors = page.evaluate(
-            "[...document.querySelectorAll('.jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"]')]"
+            f"[...document.querySelectorAll('{PANEL} .jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"]')]"
             ".map(e => e.innerText)"
         )
-        solved = _run_all_and_validate(page, f"{base}/lab/tree/solved/{name}?token={token}", shots, "solved")
+        solved = _run_all_and_validate(page, f"{base}/lab/workspaces/solved/tree/solved/{name}?reset&token={token}", shots, "solved")
     print(f"\nscreenshots of the lab: {shots}")
     # After Run All the untouched notebook stops at its first exercise's test, with the stub's message.
     assert errors and "NotImplementedError" in errors[0] and STUB_MESSAGE in errors[0], errors[:1]
