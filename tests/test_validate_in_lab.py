@@ -154,7 +154,7 @@ def test_validate_button_in_jupyterlab(lab, tmp_path):
     assert grade_id == f"test_{first_exercise}", f"Run All stopped at {grade_id}: {error.ename}: {error.evalue}"
     assert (error.ename, error.evalue) == ("NotImplementedError", STUB_MESSAGE), (error.ename, error.evalue)
     # Validate says it failed, shows the first unfinished exercise's test, and why.
-    assert blank.startswith("The following cell failed:"), blank[:2000]
+    assert blank.startswith("Validation Results") and "The following cell failed:" in blank, blank[:2000]
     assert f"{first_exercise}(" in blank.split("The following cell failed:")[1] and STUB_MESSAGE in blank, blank[:2000]
     assert "Success" not in blank
     assert "Success! Your notebook passes all the tests." in solved, solved[:2000]
