@@ -5,7 +5,7 @@ Chapter ``chNN``'s wheel, ``attention_course-<course version>+chNN-py3-none-any.
 exactly what :func:`autograder.chapter_package.build_package_tree` gives that chapter's learner
 (the shared infrastructure and the reference layers of the chapters before it; never an answer
 of chapter NN or a later one). ``make book`` publishes the wheels in the book's
-``_static/wheels/`` (``book/_ext/course_theme.py``); ``make release`` writes them to
+``_static/wheels/`` (``book/_ext/learner_links.py``); ``make release`` writes them to
 ``_build/wheels/`` too, for an instructor's hub. The first code cell of every learner notebook
 (:func:`install_cell`, put there by ``python -m autograder release``) installs its chapter's
 wheel from the published book (``html.baseurl`` in ``_config.yml``) or from the notebook's own
