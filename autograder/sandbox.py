@@ -19,6 +19,7 @@ the mount view already confines.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import sys
@@ -28,7 +29,9 @@ from autograder.limits import Limits
 
 REPO = Path(__file__).resolve().parent.parent
 GRADER = REPO / "autograder"
-COURSE_PACKAGE = REPO / "attention_course"
+# wherever Python finds the course package (the repository with an editable install, or a copy
+# in site-packages): the chapter's view is mounted there, so no import path reaches the original
+COURSE_PACKAGE = Path(importlib.util.find_spec("attention_course").submodule_search_locations[0]).resolve()
 # unprivileged user ids for student processes when the grader is root: each sandbox gets
 # its own (from the judge's process id), so process limits never pool between submissions
 FIRST_UID = 61000

@@ -24,28 +24,33 @@ FIND_IN_FILES = '''
 import ast, glob, json, marshal, os, sys
 
 def _candidate_roots():
-    roots = {"/tmp", "/work", "/home", "/root", "/opt", "/srv", "/mnt", "/var", os.getcwd()}
+    """Where course code could be, most likely first: the package itself, what an editable
+    install maps it to, any installed copy, then every folder a student could look in."""
+    roots = []
     try:
         import attention_course
         for path in attention_course.__path__:
-            roots.add(os.path.dirname(os.path.abspath(path)))
+            roots += [path, os.path.dirname(os.path.abspath(path))]
     except Exception:
         pass
     for entry in sys.path:
-        if os.path.isdir(entry) and "site-packages" not in entry:
-            roots.add(entry)
         for found in glob.glob(os.path.join(entry, "*")):
             name = os.path.basename(found).lower()
             if "attention" in name or "editable" in name or "autograder" in name:
-                roots.add(found if os.path.isdir(found) else entry)
-                if name.endswith("finder.py"):  # an editable install maps the package to its checkout
+                if os.path.isdir(found):
+                    roots.append(found)
+                elif name.endswith("finder.py"):  # an editable install maps the package to its checkout
                     text = open(found).read()
                     start = text.find("MAPPING")
                     if start >= 0:
                         literal = text[text.index("{", start):text.index("}", start) + 1]
                         for target in ast.literal_eval(literal).values():
-                            roots.add(os.path.dirname(target))
-    return sorted(roots)
+                            roots += [target, os.path.dirname(target)]
+        if os.path.isdir(entry) and "site-packages" not in entry:
+            roots.append(entry)
+    roots += ["/tmp", "/work", "/home", "/root", "/opt", "/srv", "/mnt", "/var", os.getcwd()]
+    return list(dict.fromkeys(roots))
+
 
 def _code_objects(path):
     if path.endswith(".pyc"):
@@ -62,7 +67,8 @@ def _find_course_solution(name):
     seen = 0
     for root in _candidate_roots():
         for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+            # third-party packages hold no course code (installed copies were looked at above)
+            dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "site-packages", "dist-packages")]
             for file in files:
                 path = os.path.join(folder, file)
                 if not file.endswith((".py", ".pyc", ".ipynb")) or seen > 20000:

@@ -72,6 +72,11 @@ def padding_to_attention_mask(padding_mask: torch.Tensor | None) -> torch.Tensor
     return padding_mask[:, None, :]
 
 
+
+def encoder_attention_weights(encoder: TransformerEncoder) -> list[torch.Tensor]:
+    """The ``(B, h, S, S)`` weights of every block's last forward call, first block first."""
+    return [block.attention.attention_weights for block in encoder.blocks]
+
 def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32, seed: int = 0) -> dict[str, float]:
     """Root-mean-square size of the entries of ``sqrt(d_model) * embedding`` (the input
     of the positional encoding in :class:`~attention_course.reference.ch06.TransformerEncoder`)
@@ -493,7 +498,7 @@ def copy_attention_share(model: TokenClassifier, batch: TaggingBatch, num_letter
     """
     model.eval()
     model(batch.tokens, batch.mask)
-    weights = torch.stack(model.encoder.attention_weights, dim=1)  # (B, layers, h, T, T)
+    weights = torch.stack(encoder_attention_weights(model.encoder), dim=1)  # (B, layers, h, T, T)
     tokens, mask = batch.tokens, batch.mask
     same = (tokens[:, :, None] == tokens[:, None, :]) & mask[:, :, None] & mask[:, None, :]
     other_copy = same & ~torch.eye(tokens.shape[1], dtype=torch.bool)  # (B, T, T)
@@ -525,7 +530,7 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
     model.eval()
     with torch.no_grad():
         model(example.tokens, example.mask)
-    weights = model.encoder.attention_weights[layer][0, :, :length, :length]  # (h, n, n)
+    weights = encoder_attention_weights(model.encoder)[layer][0, :, :length, :length]  # (h, n, n)
     num_heads = weights.shape[0]
     cols = 2 if num_heads % 2 == 0 else num_heads
     letters = list(task.decode(example.tokens[0]))
