@@ -32,7 +32,8 @@ system:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; }
 
-# The HTML book in _build/html, warnings as errors.
+# The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
+# in _build/html/_static/wheels/ (book/_ext/learner_links.py).
 book: $(STAMP)
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
 	$(BIN)/jupyter-book build . -W --keep-going
@@ -45,9 +46,12 @@ test: $(STAMP) system
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not slow"
 
-# notebooks/ regenerated from solutions/ by nbgrader generate_assignment.
+# notebooks/ regenerated from solutions/ by nbgrader generate_assignment (each with a first
+# cell that installs its chapter's package), and each chapter's package as a wheel in
+# _build/wheels/ (what a learner downloads; `make book` publishes them in _static/wheels/).
 release: $(STAMP)
 	$(BIN)/python -m autograder release
+	$(BIN)/python -m autograder.learner_package _build/wheels
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>]
 grade: $(STAMP) system

@@ -9,6 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
@@ -113,8 +115,14 @@ def generate(root: Path, assignment: str) -> None:
         raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")
 
 
-def release(assignments_: list[str], target_dir: Path = NOTEBOOKS) -> list[Path]:
-    """Regenerate ``target_dir/<assignment>/`` (``notebooks/`` by default) from ``solutions/<assignment>/``."""
+def release(assignments_: list[str], target_dir: Path = NOTEBOOKS, wheels_url: str | None = None) -> list[Path]:
+    """Regenerate ``target_dir/<assignment>/`` (``notebooks/`` by default) from ``solutions/<assignment>/``.
+
+    Each learner notebook gets, before its first code cell, the cell that installs its
+    chapter's course package from ``wheels_url`` (default: the published book's, from
+    ``_config.yml``; see :mod:`autograder.learner_package`)."""
+    from autograder import learner_package  # it reads this module's paths
+
     written = []
     with tempfile.TemporaryDirectory(prefix="attention-release-") as tmp:
         root = Path(tmp)
@@ -125,5 +133,10 @@ def release(assignments_: list[str], target_dir: Path = NOTEBOOKS) -> list[Path]
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(root / "release" / assignment, target)
-            written.extend(sorted(target.glob("*.ipynb")))
+            for path in sorted(target.glob("*.ipynb")):
+                # what a learner needs beyond nbgrader's release: a first cell that installs
+                # the chapter's course package where it is missing (Colab, a laptop)
+                nb = nbformat.read(path, as_version=4)
+                nbformat.write(learner_package.with_install_cell(nb, assignment, wheels_url), path)
+                written.append(path)
     return written

@@ -168,6 +168,11 @@ def _max_score(db_url: str, assignment: str) -> float:
         return float(gb.find_assignment(assignment).max_score)
 
 
+#: What ``nbgrader submit`` writes beside the notebooks: the submission's time (late
+#: penalties) and the secret that names its feedback page in the exchange.
+EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
+
+
 def record(root: Path, db_url: str, judged: Judged) -> Result:
     """Enter a judged submission in the gradebook with ``nbgrader autograde``."""
     sub = judged.submission
@@ -178,6 +183,11 @@ def record(root: Path, db_url: str, judged: Judged) -> Result:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    # A submission fetched by `nbgrader collect` carries these two files; nbgrader copies them
+    # through autograded/ into feedback/, where `nbgrader release_feedback` needs them.
+    for name in EXCHANGE_FILES:
+        if (sub.folder / name).is_file():
+            shutil.copy2(sub.folder / name, target / name)
     messages: dict[tuple[str, str], str] = {}
     stopped = []
     for name, (graded, output) in judged.notebooks.items():
@@ -222,12 +232,16 @@ class Ledger:
 
     @staticmethod
     def digest(sub: Submission) -> str:
-        """What the grade depends on: the submitted notebooks and the course's source notebooks."""
+        """What the grade depends on: the submitted notebooks, the course's source notebooks
+        and the exchange's files of the submission (its time and feedback secret)."""
         h = hashlib.sha256()
         for source in course.source_notebooks(sub.assignment):
             h.update(source.read_bytes())
             submitted = sub.folder / source.name
             h.update(submitted.read_bytes() if submitted.is_file() else b"<missing>")
+        for name in EXCHANGE_FILES:  # a resubmission of the same notebook is a new submission
+            if (sub.folder / name).is_file():
+                h.update(name.encode() + (sub.folder / name).read_bytes())
         return h.hexdigest()
 
     def read(self, sub: Submission) -> Result | None:

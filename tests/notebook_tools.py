@@ -132,3 +132,18 @@ def run_judged(nb, assignment: str, fail_fast: bool = False) -> Run:
 
 def _message(error: dict | None) -> str | None:
     return None if error is None else f"{error['type']}: {error['message']}"
+
+
+def solved(learner: nbformat.NotebookNode, assignment: str) -> nbformat.NotebookNode:
+    """A copy of the learner notebook ``learner`` as a learner who finished it hands it in:
+    each solution cell holds the source notebook's answer (without nbgrader's markers)."""
+    answers = {}
+    for cell in read(source_notebook(assignment)).cells:
+        if is_solution_cell(cell):
+            lines = [ln for ln in cell.source.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
+            answers[nbgrader_meta(cell)["grade_id"]] = "\n".join(lines)
+    nb = copy.deepcopy(learner)
+    for cell in nb.cells:
+        if is_solution_cell(cell):
+            cell.source = answers[nbgrader_meta(cell)["grade_id"]]
+    return nb

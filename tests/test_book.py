@@ -806,3 +806,102 @@ def test_architecture_pictures_are_readable_and_described(diagram_measures, doc)
             f"{doc}: {name} is shown {img['width']:.0f}px wide, so its smallest text is "
             f"{text_px:.1f}px, under {MIN_TEXT_SHARE:.0%} of the body text's {body:.1f}px"
         )
+
+
+# ------------------------------------------------------------------ launch buttons
+
+
+#: A course with a public home, as a maintainer would fill in _config.yml.
+HOME = {
+    "repository": "https://github.com/example-org/attention-course",
+    "branch": "main",
+    "jupyterhub": "https://hub.example.edu",
+    "book": "https://example-org.github.io/attention-course/",
+}
+
+
+def _launch_buttons(soup) -> dict[str, str]:
+    """``{"Colab": url, "Binder": url, "JupyterHub": url}`` of a page's launch menu."""
+    menu = soup.select_one(".dropdown-launch-buttons")
+    if menu is None:
+        return {}
+    return {a.get_text(" ", strip=True): a["href"] for a in menu.select("a[href]")}
+
+
+@pytest.fixture(scope="module")
+def launch_book(tmp_path_factory) -> Path:
+    """The book's exercise pages (and chapter 1's page, unexecuted) built with ``HOME`` in a
+    copy of _config.yml: a second, small build (``--config``/``--toc`` of temporary files)."""
+    out = tmp_path_factory.mktemp("launch_book")
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    config["repository"]["url"] = HOME["repository"]
+    config["repository"]["branch"] = HOME["branch"]
+    config["launch_buttons"]["jupyterhub_url"] = HOME["jupyterhub"]
+    config["html"]["baseurl"] = HOME["book"]
+    config["execute"]["execute_notebooks"] = "off"
+    # local extension paths are read relative to the config file
+    config["sphinx"]["local_extensions"] = {
+        name: str(REPO / path) for name, path in config["sphinx"]["local_extensions"].items()
+    }
+    (out / "_config.yml").write_text(yaml.safe_dump(config))
+    first = chapter_docs()[0]
+    (out / "_toc.yml").write_text(yaml.safe_dump({
+        "format": "jb-book", "root": first, "chapters": [{"file": doc} for doc in exercise_docs()],
+    }))
+    build = out / "build"
+    proc = subprocess.run(
+        [_jupyter_book(), "build", str(REPO), "--config", str(out / "_config.yml"),
+         "--toc", str(out / "_toc.yml"), "--path-output", str(build)],
+        cwd=REPO, capture_output=True, text=True, timeout=1800,
+    )
+    html = build / "_build" / "html"
+    assert proc.returncode == 0 and (html / "index.html").is_file(), (proc.stdout + proc.stderr)[-5000:]
+    return html
+
+
+@pytest.mark.slow
+def test_launch_buttons_open_each_exercise_notebook(launch_book):
+    org_repo = HOME["repository"].removeprefix("https://github.com/")
+    for doc in exercise_docs():
+        buttons = _launch_buttons(_soup(launch_book / f"{doc}.html"))
+        assert sorted(buttons) == ["Binder", "Colab", "JupyterHub"], f"{doc}: launch buttons {buttons}"
+        notebook = f"{doc}.ipynb"
+        assert buttons["Colab"] == f"https://colab.research.google.com/github/{org_repo}/blob/{HOME['branch']}/{notebook}"
+        assert buttons["Binder"] == (
+            f"https://mybinder.org/v2/gh/{org_repo}/{HOME['branch']}?urlpath=lab/tree/{notebook}"
+        )
+        hub = urlsplit(buttons["JupyterHub"])
+        assert f"{hub.scheme}://{hub.netloc}{hub.path}" == f"{HOME['jupyterhub']}/hub/user-redirect/git-pull"
+        query = dict(p.split("=", 1) for p in hub.query.split("&"))
+        assert unquote(query["repo"]) == HOME["repository"] and query["branch"] == HOME["branch"]
+        assert unquote(query["urlpath"]) == f"lab/tree/{org_repo.split('/')[1]}/{notebook}"
+        # the repository holds the file each link opens
+        assert (REPO / notebook).is_file()
+        # links to other sites, never loads from them: the page stays offline
+        assert not remote_loads_in_html((launch_book / f"{doc}.html").read_text()), doc
+    # a chapter page is markdown, which Colab cannot open: no launch buttons there
+    assert _launch_buttons(_soup(launch_book / f"{chapter_docs()[0]}.html")) == {}
+
+
+@pytest.mark.slow
+def test_exercise_page_offers_the_chapters_package(launch_book):
+    from autograder import learner_package
+
+    for doc in exercise_docs():
+        page = launch_book / f"{doc}.html"
+        assignment = PurePosixPath(doc).parts[1]
+        links = [a["href"] for a in _soup(page).select("a.btn-download-wheel-button")]
+        assert len(links) == 1, f"{doc}: wheel download links {links}"
+        target = _local_target(page, links[0], launch_book)
+        assert target is not None and target.name == learner_package.wheel_name(assignment) and target.is_file(), (
+            f"{doc}: the wheel link {links[0]} leads nowhere"
+        )
+
+
+@pytest.mark.slow
+def test_no_launch_buttons_without_a_public_home(html):
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    if config["repository"]["url"]:
+        pytest.skip("_config.yml names a public repository")
+    for doc in exercise_docs():
+        assert _launch_buttons(_soup(html / f"{doc}.html")) == {}, f"{doc} has launch buttons but no home"

@@ -1,0 +1,241 @@
+"""A downloaded exercise notebook runs anywhere, and what it installs holds no answer.
+
+* Each chapter's wheel (``autograder.learner_package``) is a real wheel of ``attention_course``,
+  and no line of a solution or hidden-test region of that chapter or a later one is in it.
+* In a fresh virtual environment (no clone, no ``.venv`` of the repository; only ``ipykernel``
+  and, to spare a multi-GB download, ``torch`` pre-installed) the learner notebook's first cell
+  tells what to do when the book publishes no package; with the book's wheels served (a
+  loopback server standing in for the published site) it installs the chapter's package
+  once, says so in one line, installs nothing the second time, and the notebook then runs to
+  its first stub and fails there with the stub's own ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import browser
+import notebook_tools as nbt
+from autograder import course, learner_package
+from autograder.chapter_package import chapter_of
+
+STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("wheels")
+    paths = learner_package.build_wheels(folder)
+    return dict(zip(course.assignments(), paths))
+
+
+def _python_sources(wheel: Path) -> dict[str, str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {n: archive.read(n).decode() for n in archive.namelist() if n.endswith(".py")}
+
+
+def test_each_wheel_is_its_chapters_package(wheels):
+    for assignment, wheel in wheels.items():
+        assert wheel.name == f"attention_course-{learner_package.wheel_version(assignment)}-py3-none-any.whl"
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            dist_info = f"attention_course-{learner_package.wheel_version(assignment)}.dist-info"
+            metadata = archive.read(f"{dist_info}/METADATA").decode()
+            record = archive.read(f"{dist_info}/RECORD").decode()
+        assert "attention_course/__init__.py" in names
+        assert f"Version: {learner_package.wheel_version(assignment)}" in metadata
+        for dep in ("numpy", "torch", "matplotlib", "tqdm"):
+            assert f"Requires-Dist: {dep}" in metadata, f"{wheel.name} does not require {dep}"
+        assert sorted(line.split(",")[0] for line in record.splitlines()) == sorted(names)
+        # the reference layers of the chapters before it; for its own and later ones, a stub
+        here = chapter_of(assignment)
+        sources = _python_sources(wheel)
+        for other in course.assignments():
+            module = sources[f"attention_course/reference/{chapter_of(other)}.py"]
+            is_stub = "raise ImportError(" in module and "def " not in module and "class " not in module
+            assert is_stub == (chapter_of(other) >= here), (
+                f"{wheel.name}: reference/{chapter_of(other)}.py is {'a stub' if is_stub else 'the solution'}"
+            )
+
+
+def _definitions(source: str) -> dict[str, str]:
+    """Every function, method and class that ``source`` defines, by its code: ``{ast dump of
+    the definition, its name and docstrings left out: its name}``. The same code under another
+    name or docstring, anywhere in a module, gives the same key."""
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            copy = ast.parse(ast.unparse(node)).body[0]  # a detached copy to normalise
+            for inner in ast.walk(copy):
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    inner.name = "_"
+                    body = inner.body
+                    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                            and isinstance(body[0].value.value, str):
+                        inner.body = body[1:] or [ast.Pass()]
+            found[ast.dump(copy, annotate_fields=False)] = node.name
+    return found
+
+
+def _solution_definitions(assignment: str) -> dict[str, str]:
+    """The definitions of ``assignment``'s solution cells (as :func:`_definitions`), each
+    named ``<assignment>:<name>``."""
+    found = {}
+    for cell in nbt.read(nbt.source_notebook(assignment)).cells:
+        if nbt.is_solution_cell(cell):
+            code = "\n".join(ln for ln in cell.source.splitlines() if "### BEGIN SOLUTION" not in ln
+                             and "### END SOLUTION" not in ln)
+            found.update({k: f"{assignment}:{v}" for k, v in _definitions(code).items()})
+    return found
+
+
+def _wheel_problems(wheel: Path, assignment: str) -> list[str]:
+    """What is wrong with ``wheel`` as chapter ``assignment``'s package: a function, method or
+    class of a solution cell of that chapter or a later one in it (whatever its name or
+    docstring), or an exercise of an earlier chapter missing from it."""
+    order = course.assignments()
+    shipped = {}
+    for name, text in _python_sources(wheel).items():
+        shipped.update({k: f"{name}:{v}" for k, v in _definitions(text).items()})
+    problems = []
+    for other in order:
+        answers = _solution_definitions(other)
+        if order.index(other) >= order.index(assignment):
+            problems += [f"{wheel.name} holds {answers[k]} as {shipped[k]}" for k in answers if k in shipped]
+        else:
+            exercises = set(nbt.grade_ids(nbt.read(nbt.source_notebook(other)), nbt.is_solution_cell))
+            problems += [f"{wheel.name} lacks the reference layer {v}" for k, v in answers.items()
+                         if v.split(":")[1] in exercises and k not in shipped]
+    return problems
+
+
+def test_no_wheel_holds_an_answer_of_its_chapter_or_a_later_one(wheels):
+    problems = [p for assignment, wheel in wheels.items() for p in _wheel_problems(wheel, assignment)]
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_answer_search_finds_answers(tmp_path):
+    """The whole course package (every chapter's reference layers) packed as chapter 1's wheel
+    is caught holding the answers of every chapter."""
+    leaky = learner_package.write_wheel(nbt.ROOT / "attention_course", course.assignments()[0], tmp_path)
+    problems = _wheel_problems(leaky, course.assignments()[0])
+    for assignment in course.assignments():
+        first = nbt.grade_ids(nbt.read(nbt.source_notebook(assignment)), nbt.is_solution_cell)[0]
+        assert any(f"holds {assignment}:{first} " in p for p in problems), f"missed {assignment}:{first}"
+
+
+def test_write_wheel_refuses_a_folder_that_is_not_the_package(tmp_path):
+    (tmp_path / "something").mkdir()
+    with pytest.raises(ValueError, match="not an attention_course package folder"):
+        learner_package.write_wheel(tmp_path / "something", course.assignments()[0], tmp_path)
+    with pytest.raises(ValueError, match="does not start with its chapter"):
+        learner_package.wheel_name("multihead")
+
+
+# ------------------------------------------------------------------ a fresh environment
+
+
+@pytest.fixture(scope="module")
+def fresh_kernel(tmp_path_factory, wheels) -> str:
+    """A virtual environment made from the base Python, with a Jupyter kernel spec for it;
+    returns the value for ``JUPYTER_PATH`` that makes it the kernel ``fresh``."""
+    root = tmp_path_factory.mktemp("fresh")
+    venv = root / "venv"
+    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "ipykernel", "torch==2.13.0"],
+        capture_output=True, text=True, timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr
+    probe = subprocess.run([str(python), "-c", "import attention_course"], capture_output=True, text=True, cwd=root)
+    assert probe.returncode != 0, "the fresh environment can import attention_course already"
+    spec = root / "jupyter" / "kernels" / "fresh"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "fresh", "language": "python",
+    }))
+    return str(root / "jupyter")
+
+
+def _run_until_error(nb, folder: Path, stop_after: int | None = None):
+    """Run ``nb``'s code cells in order in the fresh kernel, with ``folder`` as the working
+    folder, until a cell fails (or after ``stop_after`` code cells); return the cells run."""
+    client = NotebookClient(nb, kernel_name="fresh", timeout=900, allow_errors=True,
+                            resources={"metadata": {"path": str(folder)}})
+    ran = []
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            client.execute_cell(cell, index)
+            ran.append(cell)
+            if any(o.output_type == "error" for o in cell.outputs) or len(ran) == stop_after:
+                break
+    return ran
+
+
+def _text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def _error(cell):
+    return next((o for o in cell.outputs if o.output_type == "error"), None)
+
+
+@pytest.mark.slow
+def test_downloaded_notebook_installs_once_and_runs_to_its_first_stub(tmp_path, wheels, fresh_kernel, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PATH", fresh_kernel)
+    with browser.serve(next(iter(wheels.values())).parent) as site:
+        for n, assignment in enumerate(course.assignments()):
+            (released,) = sorted((nbt.NOTEBOOKS / assignment).glob("*.ipynb"))
+            folder = tmp_path / assignment  # the learner's download folder: the notebook alone
+            folder.mkdir()
+            wheel = learner_package.wheel_name(assignment)
+
+            if n == 0:
+                # A book with no published address: one line says what to do, and with the
+                # chapter's wheel downloaded beside the notebook, the cell installs that.
+                nb = learner_package.with_install_cell(nbt.read(released), assignment, wheels_url="")
+                (cell,) = _run_until_error(nb, folder, stop_after=1)
+                error = _error(cell)
+                assert error is not None and error.ename == "ModuleNotFoundError", cell.outputs
+                assert wheel in error.evalue and "\n" not in error.evalue, error.evalue
+                shutil.copy(wheels[assignment], folder / wheel)
+                source = wheel
+            else:  # the published book serves the wheels
+                nb = learner_package.with_install_cell(nbt.read(released), assignment, wheels_url=f"{site}/")
+                source = f"{site}/{wheel}"
+            ran = _run_until_error(nb, folder)
+            install = ran[0]
+            assert _error(install) is None, install.outputs
+            said = _text(install).strip()
+            assert said == f"Installed attention_course {learner_package.wheel_version(assignment)} from {source}.", said
+            # the notebook stops at the first exercise, with the stub's message
+            failed = ran[-1]
+            error = _error(failed)
+            assert error is not None, f"{assignment}: every cell ran; no stub stopped it"
+            first_exercise = nbt.grade_ids(nb, nbt.is_solution_cell)[0]
+            grade_id = nbt.nbgrader_meta(failed).get("grade_id")
+            assert (error.ename, error.evalue) == ("NotImplementedError", STUB_MESSAGE), (
+                f"{assignment}: cell {grade_id} failed with {error.ename}: {error.evalue}"
+            )
+            assert grade_id.startswith(f"test_{first_exercise}"), f"{assignment}: stopped at {grade_id}"
+
+            # a second run installs nothing
+            (again,) = _run_until_error(nb, folder, stop_after=1)
+            assert _text(again).strip() == (
+                f"attention_course ({learner_package.wheel_version(assignment)}) is already importable: nothing to install."
+            ), again.outputs
