@@ -98,16 +98,21 @@ def last_error(done: subprocess.CompletedProcess) -> str:
     return chosen.split("| ERROR] ", 1)[-1][:500]
 
 
-def generate(root: Path, assignment: str) -> None:
-    """Copy ``assignment``'s source notebooks into ``root/source`` and run
-    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
-    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
+def copy_source(root: Path, assignment: str) -> None:
+    """Make ``root/source/<assignment>/`` hold exactly ``assignment``'s source notebooks."""
     source = root / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
     for old in source.glob("*.ipynb"):
         old.unlink()
     for path in source_notebooks(assignment):
         shutil.copy2(path, source / path.name)
+
+
+def generate(root: Path, assignment: str) -> None:
+    """Copy ``assignment``'s source notebooks into ``root/source`` and run
+    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
+    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
+    copy_source(root, assignment)
     done = nbgrader(root, "generate_assignment", assignment, "--force")
     if done.returncode != 0:
         raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")
