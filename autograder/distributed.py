@@ -97,7 +97,7 @@ class DaskJudges:
     def __init__(self, address: str, timed: bool = False, wait_for_workers_s: float = 60):
         self.timed = timed
         try:
-            self.client = Client(address, timeout=30)
+            self.client = Client(address, timeout=10)
         except (OSError, TimeoutError) as err:
             raise course.GradingError(f"cannot reach the Dask scheduler at {address}: {err}") from None
         try:

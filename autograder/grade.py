@@ -348,9 +348,15 @@ def grade(
     # nbgrader's converters change the working directory while they run (see autograder.books)
     submissions, out = submissions.resolve(), out.resolve()
     subs = find_submissions(submissions)
+    root = out / "course"
+    if scheduler:
+        from autograder.distributed import DaskJudges  # Dask is needed only here
+
+        judges = DaskJudges(scheduler, timed=stage_times)
+    else:
+        judges = LocalJudges(root, workers, timed=stage_times)
     with stages.timed("course set-up"):
         out.mkdir(parents=True, exist_ok=True)
-        root = out / "course"
         root.mkdir(exist_ok=True)
         db_url = db_url or f"sqlite:///{root / 'gradebook.db'}"
         course.write_config(root, db_url)
@@ -361,13 +367,6 @@ def grade(
         todo = [s for s in subs if ledger.read(s) is None]
     with stages.timed("assembly"):
         batch = [prepare(s, limits) for s in todo]
-    if scheduler:
-        from autograder.distributed import DaskJudges  # Dask is needed only here
-
-        judges = DaskJudges(scheduler, timed=stage_times)
-    else:
-        judges = LocalJudges(root, workers, timed=stage_times)
-
     lost = []
     for judged in judges.judge(batch):
         if judged.lost:
