@@ -203,6 +203,35 @@ def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: in
     return (autograde, autograde_cpu), (feedback, feedback_cpu), scores
 
 
+def gradebook_rate(db_url: str | None, entries: int, assignment: str = "ch01_attention_pooling") -> None:
+    """Time the coordinator's gradebook entry alone: one judged solution of ``assignment``
+    entered ``entries`` times as different students (in-process ``Autograde``), on the
+    gradebook at ``db_url`` (default: SQLite in a temporary folder)."""
+    from autograder import grade
+    from autograder.books import Books
+
+    with tempfile.TemporaryDirectory(prefix="attention-books-") as tmp:
+        work = Path(tmp)
+        subs = work / "subs"
+        build_batch(subs, [assignment], 1)
+        root = work / "course"
+        db_url = db_url or f"sqlite:///{root / 'gradebook.db'}"
+        course.write_config(root, db_url)
+        books = Books(root)
+        books.generate(assignment)
+        prepared = grade.prepare(grade.find_submissions(subs)[0], Limits())
+        judged = grade.LocalJudges(root, 1).judge([prepared]).__next__()
+        tests = 0
+        wall, cpu = time.perf_counter(), time.process_time()
+        for i in range(entries):
+            sub = grade.Submission(f"student{i:05d}", assignment, judged.submission.folder)
+            result = grade.record(books, root, db_url, grade.Judged(sub, judged.notebooks))
+            tests += len(result.tests)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"gradebook entry on {db_url.split(':')[0]}: {entries} submissions ({tests} grades) in {wall:.1f} s "
+          f"({cpu:.1f} CPU s): {entries / wall:.2f} submissions/s, {tests / wall:.0f} grades/s")
+
+
 # chapters whose grading trains a model take minutes each; left out by default so that a
 # run of the three gradings fits in about ten minutes on two cores
 TRAINING = ("ch03_bahdanau_attention", "ch06_transformer_encoder", "ch07_transformer_decoder")
@@ -218,7 +247,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to time (default 1 2)")
     parser.add_argument("--no-plain", action="store_true", help="skip plain nbgrader")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch and the outputs in this folder")
+    parser.add_argument("--gradebook-rate", type=int, default=None, metavar="N",
+                        help="only time entering N judged submissions in the gradebook (with --db)")
+    parser.add_argument("--db", default=None, help="with --gradebook-rate: SQLAlchemy URL of an empty gradebook")
     args = parser.parse_args(argv)
+    if args.gradebook_rate is not None:
+        if args.gradebook_rate < 1:
+            parser.error("--gradebook-rate needs at least 1 submission")
+        gradebook_rate(args.db, args.gradebook_rate)
+        return 0
     known = course.assignments()
     if args.assignments in (None, []):
         assignments = [a for a in known if a not in TRAINING]

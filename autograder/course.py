@@ -44,7 +44,7 @@ def write_config(root: Path, db_url: str) -> None:
     }
     lines = [
         "from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor",
-        "from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds,",
+        "from nbgrader.preprocessors import (AssignLatePenalties, DeduplicateIds,",
         "    GetGrades, LimitOutput, OverwriteCells, OverwriteKernelspec, SaveAutoGrades)",
         "from autograder.feedback import HideHiddenTests",
         "c = get_config()  # noqa: F821 - provided by traitlets",
@@ -53,9 +53,12 @@ def write_config(root: Path, db_url: str) -> None:
     lines += [
         "# The judge (autograder.judge) has run the notebook in its sandbox and written each",
         "# test's verdict as the cell's output; nbgrader keeps the books: no ClearOutput, no Execute.",
-        "c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]",
+        "# No CheckCellMetadata: the graded notebook is assembled from the course's source notebook,",
+        "# whose metadata generate_assignment has checked; checking it twice per submission (a JSON",
+        "# schema check per cell) was a third of the gradebook entry's time.",
+        "c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells]",
         "c.Autograde.autograde_preprocessors = [ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,",
-        "    AssignLatePenalties, CheckCellMetadata]",
+        "    AssignLatePenalties]",
         "c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]",
     ]
     (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")

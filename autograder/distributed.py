@@ -61,10 +61,9 @@ def trains(assignment: str) -> bool:
     return False
 
 
-@functools.cache
 def course_fingerprint() -> str:
-    """A digest of the code a judge runs (``attention_course`` and ``autograder``): the
-    coordinator's and every worker's must agree."""
+    """A digest of the code a judge runs (``attention_course`` and ``autograder``, as on
+    disk now: each judge is a new process): the coordinator's and every worker's must agree."""
     digest = hashlib.sha256()
     for package in sandbox.PACKAGES:
         for path in sorted(package.rglob("*.py")):

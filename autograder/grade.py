@@ -263,11 +263,14 @@ def record(books: Books, root: Path, db_url: str, judged: Judged) -> Result:
     if failure:
         return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment), "rejected",
                       failure, [])
+    # tests in the order the notebook has them (the gradebook's cell ids are random)
+    order = {(Path(name).stem, cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")): i
+             for name, (graded, _) in judged.notebooks.items() for i, cell in enumerate(graded.cells)}
     tests, score, max_score = [], 0.0, 0.0
     with Gradebook(db_url) as gb:
         submission = gb.find_submission(sub.assignment, sub.student_id)
-        for nb in submission.notebooks:
-            for grade in sorted(nb.grades, key=lambda g: g.cell.id):
+        for nb in sorted(submission.notebooks, key=lambda n: n.name):
+            for grade in sorted(nb.grades, key=lambda g: (order.get((nb.name, g.name), len(order)), g.name)):
                 points = float(grade.score or 0.0)
                 tests.append({
                     "notebook": nb.name, "test": grade.name, "points": points,

@@ -127,10 +127,17 @@ class Cluster:
     def _log(self, name: str) -> str:
         return (self.folder / f"{name}.log").read_text()[-3000:]
 
-    def start_worker(self, name: str) -> None:
+    def start_worker(self, name: str, *extra: str) -> None:
         self._start(name, [str(DASK), "worker", "--scheduler-file", str(self.file), "--name", name,
                            "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
-                           "--memory-limit", "0", "--death-timeout", "60"])
+                           "--memory-limit", "0", "--death-timeout", "60", *extra])
+
+    def keys_run_by(self) -> dict[str, set[str]]:
+        """worker name -> the keys of the tasks it has run (from its own transition log)."""
+        def keys(dask_worker):
+            return dask_worker.name, sorted({str(entry[0]) for entry in dask_worker.state.log if entry})
+
+        return {name: set(ran) for name, ran in self.client.run(keys).values()}
 
     def wait_for(self, names: set[str]) -> None:
         deadline = time.monotonic() + STARTUP_S
@@ -265,3 +272,25 @@ def test_no_scheduler_there_is_one_clear_line(submissions, tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: cannot reach the Dask scheduler at tcp://127.0.0.1:9"), \
         done.stderr
+
+
+def test_training_chapters_go_to_gpu_workers(cluster, tmp_path):
+    """With a worker that has a GPU resource, chapter 3 (it trains) is judged there only;
+    chapter 1 may go anywhere. Blank notebooks: the training stops at once, so this is cheap."""
+    subs = tmp_path / "subs"
+    trains, plain = "ch03_bahdanau_attention", ASSIGNMENT
+    for student in ("gus", "hal"):
+        for assignment in (trains, plain):
+            (subs / student / assignment).mkdir(parents=True)
+            for nb in (nbt.NOTEBOOKS / assignment).glob("*.ipynb"):
+                nbformat.write(nbt.read(nb), subs / student / assignment / nb.name)
+    cluster.start_worker("g1", "--resources", "GPU=1")
+    try:
+        cluster.wait_for({"w1", "w2", "g1"})
+        _finish(_grade(subs, tmp_path / "out", "--scheduler", cluster.address))
+        ran = cluster.keys_run_by()
+        training = {name: {k for k in keys if trains in k} for name, keys in ran.items()}
+        assert len(training["g1"]) == 2 and not training["w1"] and not training["w2"], training
+    finally:
+        cluster.kill("g1")
+        cluster.wait_for({"w1", "w2"})
