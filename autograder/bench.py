@@ -138,14 +138,16 @@ def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict,
                     "--workers", str(workers), "--stage-times"], cwd=course.REPO)
     with open(out / "grades.csv") as f:
         scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
-    return seconds, cpu_seconds() - cpu, scores, json.loads((out / "stages.json").read_text())["stages"]
+    return seconds, cpu_seconds() - cpu, scores, json.loads((out / "stages.json").read_text())
 
 
 STAGE_ORDER = ["course set-up", "assembly", *JUDGE_STAGES, "gradebook entry", "ledger", "feedback pages", "outputs"]
 
 
-def print_stages(n: int, staged: list[tuple[str, dict]]) -> None:
-    """Seconds per submission in each stage, wall and CPU, for each of our runs."""
+def print_stages(n: int, runs: list[tuple[str, dict]]) -> None:
+    """Seconds per submission in each stage, wall and CPU, for each of our runs; then the
+    judges' seconds per notebook of each assignment (what a worker spends on it)."""
+    staged = [(label, about["stages"]) for label, about in runs]
     print("where the time goes, seconds per submission (wall: summed over submissions, so stages that "
           "run in parallel add up to more than the batch's wall time)")
     header = ["stage", *[f"{label} {kind}" for label, _ in staged for kind in ("wall", "CPU")]]
@@ -156,6 +158,17 @@ def print_stages(n: int, staged: list[tuple[str, dict]]) -> None:
     rows.append(["total", *[f"{sum(v[kind] for v in st.values()) / n:.2f}" for _, st in staged
                             for kind in ("wall", "cpu")]])
     _table(header, rows)
+    print()
+    print("judge seconds per notebook, by assignment (start-up, student process and tests)")
+    assignments = sorted({a for _, about in runs for a in about["judged"]})
+    rows = []
+    for assignment in assignments:
+        cells = []
+        for _, about in runs:
+            entry = about["judged"].get(assignment)
+            cells += [f"{entry[kind] / entry['notebooks']:.2f}" if entry else "" for kind in ("wall", "cpu")]
+        rows.append([assignment, *cells])
+    _table(["assignment", *[f"{label} {kind}" for label, _ in runs for kind in ("wall", "CPU")]], rows)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> None:
@@ -228,8 +241,22 @@ def gradebook_rate(db_url: str | None, entries: int, assignment: str = "ch01_att
             result = grade.record(books, root, db_url, grade.Judged(sub, judged.notebooks))
             tests += len(result.tests)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"gradebook entry on {db_url.split(':')[0]}: {entries} submissions ({tests} grades) in {wall:.1f} s "
-          f"({cpu:.1f} CPU s): {entries / wall:.2f} submissions/s, {tests / wall:.0f} grades/s")
+        print(f"gradebook entry (nbgrader's Autograde) on {db_url.split(':')[0]}: {entries} submissions "
+              f"({tests} grades) in {wall:.1f} s ({cpu:.1f} CPU s): {entries / wall:.2f} submissions/s, "
+              f"{tests / wall:.0f} grades/s")
+        # the database's own share: the same rows written through nbgrader's Gradebook API
+        # on one connection, a transaction per submission, without the notebook processing
+        with Gradebook(db_url) as gb:
+            wall, cpu = time.perf_counter(), time.process_time()
+            for i in range(entries):
+                submission = gb.update_or_create_submission(assignment, f"writer{i:05d}")
+                for nb in submission.notebooks:
+                    for g in nb.grades:
+                        g.auto_score = float(g.max_score)
+                gb.db.commit()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"gradebook writes alone on {db_url.split(':')[0]}: {entries} submissions in {wall:.1f} s "
+          f"({cpu:.1f} CPU s): {entries / wall:.1f} submissions/s, {tests / wall:.0f} grades/s")
 
 
 # chapters whose grading trains a model take minutes each; left out by default so that a
@@ -288,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"grading: python -m autograder grade --workers {workers} ... (load {_load()})", flush=True)
             seconds, cpu, scores, stages = grade_ours(subs, work / f"out-workers{workers}", workers)
             runs.append((f"ours, --workers {workers}", seconds, cpu, scores))
-            staged.append((f"{workers}w", stages))
+            staged.append((f"{workers}w", stages))  # stages.json: per stage, and per assignment
             walls[workers] = seconds
         plain = None
         if not args.no_plain:

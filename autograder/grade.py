@@ -378,7 +378,7 @@ def grade(
             continue
         for _, output in judged.notebooks.values():
             if "stages" in output:
-                stages.add_judge(output.pop("stages"))
+                stages.add_judge(output.pop("stages"), judged.submission.assignment)
         with stages.timed("gradebook entry"):
             result = record(books, root, db_url, judged)
         with stages.timed("ledger"):

@@ -47,6 +47,8 @@ class Stages:
 
     def __init__(self) -> None:
         self.totals: dict[str, dict[str, float]] = {}
+        # per assignment: submissions judged, the judges' wall and CPU seconds (all stages)
+        self.judged: dict[str, dict[str, float]] = {}
 
     def add(self, stage: str, wall: float, cpu: float) -> None:
         entry = self.totals.setdefault(stage, {"wall": 0.0, "cpu": 0.0})
@@ -65,17 +67,25 @@ class Stages:
             extra = _children_cpu() - child if children else 0.0
             self.add(stage, time.perf_counter() - wall, time.thread_time() - cpu + extra)
 
-    def add_judge(self, timing: dict) -> None:
-        """Add one judge run's ``<results>.stages.json`` (``launched``: when it was started)."""
+    def add_judge(self, timing: dict, assignment: str) -> None:
+        """Add one judge run's ``<results>.stages.json`` (``launched``: when it was started)
+        over a notebook of ``assignment``."""
         started, ended = timing["run_started"], timing["run_ended"]
         student = timing["student_wall"]
-        self.add("judge start-up", started - timing["launched"] + timing["exited"] - ended,
-                 timing["cpu_at_run"])
-        self.add("student process", student, timing["student_cpu"])
-        self.add("judge tests", ended - started - student, timing["cpu_at_exit"] - timing["cpu_at_run"])
+        parts = {
+            "judge start-up": (started - timing["launched"] + timing["exited"] - ended, timing["cpu_at_run"]),
+            "student process": (student, timing["student_cpu"]),
+            "judge tests": (ended - started - student, timing["cpu_at_exit"] - timing["cpu_at_run"]),
+        }
+        entry = self.judged.setdefault(assignment, {"notebooks": 0, "wall": 0.0, "cpu": 0.0})
+        entry["notebooks"] += 1
+        for stage, (wall, cpu) in parts.items():
+            self.add(stage, wall, cpu)
+            entry["wall"] += wall
+            entry["cpu"] += cpu
 
     def write(self, path, **about) -> None:
-        path.write_text(json.dumps({**about, "stages": self.totals}, indent=2))
+        path.write_text(json.dumps({**about, "stages": self.totals, "judged": self.judged}, indent=2))
 
 
 def _tree_cpu(pid: int) -> float:
