@@ -92,15 +92,6 @@ def nbgrader(
     return done
 
 
-def last_error(done: subprocess.CompletedProcess) -> str:
-    """The most telling line of a failed nbgrader run's log (its own words, not a traceback)."""
-    generic = ("Traceback", "Please see", "There was an error processing", "error(s) occurred")
-    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-    errors = [ln for ln in lines if "| ERROR]" in ln and not any(g in ln for g in generic)]
-    chosen = (errors or lines or [""])[0]
-    return chosen.split("| ERROR] ", 1)[-1][:500]
-
-
 def copy_source(root: Path, assignment: str) -> None:
     """Make ``root/source/<assignment>/`` hold exactly ``assignment``'s source notebooks."""
     source = root / "source" / assignment

@@ -285,3 +285,16 @@ def test_training_chapters_go_to_gpu_workers(cluster, tmp_path):
     finally:
         cluster.kill("g1")
         cluster.wait_for({"w1", "w2"})
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--workers", "0"], "--workers must be at least 1, not 0"),
+    (["--workers", "2", "--scheduler", "tcp://127.0.0.1:9"], "--workers is for judging on this machine"),
+], ids=["no-workers", "workers-with-scheduler"])
+def test_contradictory_flags_are_one_clear_line(submissions, tmp_path, flags, message):
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out"), *flags],
+        cwd=nbt.ROOT, capture_output=True, text=True, timeout=120,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {message}"), done.stderr
