@@ -249,6 +249,7 @@ def gradebook_rate(db_url: str | None, entries: int, assignment: str = "ch01_att
         with Gradebook(db_url) as gb:
             wall, cpu = time.perf_counter(), time.process_time()
             for i in range(entries):
+                gb.update_or_create_student(f"writer{i:05d}")
                 submission = gb.update_or_create_submission(assignment, f"writer{i:05d}")
                 for nb in submission.notebooks:
                     for g in nb.grades:
