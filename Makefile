@@ -8,6 +8,10 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMISSIONS ?=
 OUT ?= out
 DB ?=
+SCHEDULER ?=
+# make bench-grade: students per assignment (the size knob) and the assignments (default: those that train no model)
+STUDENTS ?= 6
+ASSIGNMENTS ?=
 
 .PHONY: install system book test test-fast release grade clean bench-grade bench
 
@@ -53,18 +57,19 @@ release: $(STAMP)
 	$(BIN)/python -m autograder release
 	$(BIN)/python -m autograder.learner_package _build/wheels
 
-# make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>]
+# make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
 grade: $(STAMP) system
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>]" >&2; exit 2; }
-	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)")
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>] [SCHEDULER=tcp://HOST:PORT]" >&2; exit 2; }
+	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 clean:
 	rm -rf _build $(OUT) .pytest_cache
 
-# Grading speed on a generated batch (every assignment x 6 students): ours with 1 and 2
-# workers against plain `nbgrader autograde`; fails if any two runs disagree on a score.
+# Grading speed on a generated batch (STUDENTS per assignment; ASSIGNMENTS="all" or names):
+# ours with 1 and 2 workers against plain `nbgrader autograde`, where the time goes per stage;
+# fails if any two runs disagree on a score. Last line: the speed-up and the ratio to nbgrader.
 bench-grade: $(STAMP) system
-	$(BIN)/python -m autograder.bench
+	$(BIN)/python -m autograder.bench --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
 
 # The course's Transformer against torch.nn.Transformer configured the same, on the same
 # batches: ms per training step, tokens/s, peak memory, seconds to 95 % held-out exact

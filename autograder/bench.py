@@ -1,13 +1,15 @@
 """How fast the grader grades, against plain nbgrader: ``python -m autograder.bench`` (``make bench-grade``).
 
-Builds a batch of full-course submissions in a temporary folder: for every assignment, the
-solution notebook, the blank learner notebook, and partly correct learner notebooks (half
-of the exercises filled in with the solution, the other half left as the stub; a different
-half for each student). Then grades the same batch
+Builds a batch in a temporary folder: for every assignment, the solution notebook, the
+blank learner notebook, and partly correct learner notebooks (half of the exercises filled
+in with the solution, the other half left as the stub; a different half for each student);
+``--students`` sets how many students (the size knob), ``--assignments`` which
+assignments (by default those whose grading trains no model, so that a run takes about ten
+minutes on two cores). Then grades the same batch
 
-* with ``python -m autograder grade`` and ``--workers 1``, then ``--workers 2`` (a fresh
-  ``OUT`` each time, so nothing is resumed from a ledger): sandboxed judges, the gradebook,
-  the feedback pages, everything an instructor gets;
+* with ``python -m autograder grade --stage-times`` and ``--workers 1``, then
+  ``--workers 2`` (a fresh ``OUT`` each time, so nothing is resumed from a ledger):
+  sandboxed judges, the gradebook, the feedback pages, everything an instructor gets;
 * with plain nbgrader, the standard way: a course folder with ``source/`` = ``solutions/``,
   ``nbgrader generate_assignment``, the submissions in ``submitted/``, ``nbgrader
   autograde <assignment>`` (unsandboxed, one process, the notebooks executed in place), and
@@ -15,14 +17,18 @@ half for each student). Then grades the same batch
 
 Prints wall seconds, submissions per minute, seconds per submission and the overhead per
 submission over plain ``nbgrader autograde``, in wall time and in CPU time (the CPU time of
-every process a run started, steadier than wall time on a busy machine); checks that every run gives every submission
-the same score (exit status 1, and a loud message, if not).
+every process a run started and waited for, steadier than wall time on a busy machine); then
+where our runs spend their time, per stage (:mod:`autograder.stages`), in wall and CPU
+seconds per submission; checks that every run gives every submission the same score (exit
+status 1, and a loud message, if not). The last line is
+``speed-up 2 workers / 1 worker: X.XX; wall with 2 workers / plain nbgrader: Y.YY``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import resource
 import shutil
@@ -37,6 +43,7 @@ from nbgrader.api import Gradebook
 
 from autograder import course
 from autograder.limits import Limits
+from autograder.stages import JUDGE_STAGES
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
@@ -71,24 +78,41 @@ PARTIAL = {
 }
 
 
-def build_batch(folder: Path, assignments: list[str], partial: int) -> list[tuple[str, str]]:
+VARIANTS = ["solution", "blank", *PARTIAL]
+
+
+def students(count: int) -> list[str]:
+    """``count`` student ids: the solution, the blank notebook, the partial ones, then the
+    same again under new ids (``solution_2``, ...), so a batch can be any size."""
+    if count < 1:
+        raise course.GradingError(f"students per assignment must be at least 1, not {count}")
+    return [VARIANTS[i % len(VARIANTS)] + (f"_{i // len(VARIANTS) + 1}" if i >= len(VARIANTS) else "")
+            for i in range(count)]
+
+
+def _variant(student: str) -> str:
+    return student.rsplit("_", 1)[0] if student.rsplit("_", 1)[-1].isdigit() else student
+
+
+def build_batch(folder: Path, assignments: list[str], count: int) -> list[tuple[str, str]]:
     """Write ``folder/<student>/<assignment>/<notebook>.ipynb``; return the (student, assignment) pairs."""
-    students = ["solution", "blank", *list(PARTIAL)[:partial]]
+    names = students(count)
     for assignment in assignments:
         for source in course.source_notebooks(assignment):
             learner = course.NOTEBOOKS / assignment / source.name
             if not learner.is_file():
                 raise course.GradingError(f"{learner} is missing: run `make release` first")
-            for student in students:
+            for student in names:
                 target = folder / student / assignment / source.name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                if student == "solution":
+                variant = _variant(student)
+                if variant == "solution":
                     shutil.copy(source, target)
-                elif student == "blank":
+                elif variant == "blank":
                     shutil.copy(learner, target)
                 else:
-                    nbformat.write(_partly_solved(source, learner, PARTIAL[student]), target)
-    return [(s, a) for s in students for a in assignments]
+                    nbformat.write(_partly_solved(source, learner, PARTIAL[variant]), target)
+    return [(s, a) for s in names for a in assignments]
 
 
 def cpu_seconds() -> float:
@@ -107,13 +131,50 @@ def _run(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
     return seconds
 
 
-def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict]:
+def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict, dict]:
+    """``python -m autograder grade --workers N --stage-times``: (wall s, CPU s, scores, stages)."""
     cpu = cpu_seconds()
     seconds = _run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
-                    "--workers", str(workers)], cwd=course.REPO)
+                    "--workers", str(workers), "--stage-times"], cwd=course.REPO)
     with open(out / "grades.csv") as f:
         scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
-    return seconds, cpu_seconds() - cpu, scores
+    return seconds, cpu_seconds() - cpu, scores, json.loads((out / "stages.json").read_text())
+
+
+STAGE_ORDER = ["course set-up", "assembly", *JUDGE_STAGES, "gradebook entry", "ledger", "feedback pages", "outputs"]
+
+
+def print_stages(n: int, runs: list[tuple[str, dict]]) -> None:
+    """Seconds per submission in each stage, wall and CPU, for each of our runs; then the
+    judges' seconds per notebook of each assignment (what a worker spends on it)."""
+    staged = [(label, about["stages"]) for label, about in runs]
+    print("where the time goes, seconds per submission (wall: summed over submissions, so stages that "
+          "run in parallel add up to more than the batch's wall time)")
+    header = ["stage", *[f"{label} {kind}" for label, _ in staged for kind in ("wall", "CPU")]]
+    rows = []
+    for stage in STAGE_ORDER + sorted({k for _, st in staged for k in st} - set(STAGE_ORDER)):
+        rows.append([stage, *[f"{st.get(stage, {}).get(kind, 0.0) / n:.2f}" for _, st in staged
+                              for kind in ("wall", "cpu")]])
+    rows.append(["total", *[f"{sum(v[kind] for v in st.values()) / n:.2f}" for _, st in staged
+                            for kind in ("wall", "cpu")]])
+    _table(header, rows)
+    print()
+    print("judge seconds per notebook, by assignment (start-up, student process and tests)")
+    assignments = sorted({a for _, about in runs for a in about["judged"]})
+    rows = []
+    for assignment in assignments:
+        cells = []
+        for _, about in runs:
+            entry = about["judged"].get(assignment)
+            cells += [f"{entry[kind] / entry['notebooks']:.2f}" if entry else "" for kind in ("wall", "cpu")]
+        rows.append([assignment, *cells])
+    _table(["assignment", *[f"{label} {kind}" for label, _ in runs for kind in ("wall", "CPU")]], rows)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
 
 
 def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: int):
@@ -155,61 +216,137 @@ def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: in
     return (autograde, autograde_cpu), (feedback, feedback_cpu), scores
 
 
+def gradebook_rate(db_url: str | None, entries: int, assignment: str = "ch01_attention_pooling") -> None:
+    """Time the coordinator's gradebook entry alone: one judged solution of ``assignment``
+    entered ``entries`` times as different students (in-process ``Autograde``), on the
+    gradebook at ``db_url`` (default: SQLite in a temporary folder)."""
+    from autograder import grade
+    from autograder.books import Books
+
+    with tempfile.TemporaryDirectory(prefix="attention-books-") as tmp:
+        work = Path(tmp)
+        subs = work / "subs"
+        build_batch(subs, [assignment], 1)
+        root = work / "course"
+        db_url = db_url or f"sqlite:///{root / 'gradebook.db'}"
+        course.write_config(root, db_url)
+        books = Books(root)
+        books.generate(assignment)
+        prepared = grade.prepare(grade.find_submissions(subs)[0], Limits())
+        judged = grade.LocalJudges(root, 1).judge([prepared]).__next__()
+        tests = 0
+        wall, cpu = time.perf_counter(), time.process_time()
+        for i in range(entries):
+            sub = grade.Submission(f"student{i:05d}", assignment, judged.submission.folder)
+            result = grade.record(books, root, db_url, grade.Judged(sub, judged.notebooks))
+            tests += len(result.tests)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f"gradebook entry (nbgrader's Autograde) on {db_url.split(':')[0]}: {entries} submissions "
+              f"({tests} grades) in {wall:.1f} s ({cpu:.1f} CPU s): {entries / wall:.2f} submissions/s, "
+              f"{tests / wall:.0f} grades/s")
+        # the database's own share: the same rows written through nbgrader's Gradebook API
+        # on one connection, a transaction per submission, without the notebook processing
+        with Gradebook(db_url) as gb:
+            wall, cpu = time.perf_counter(), time.process_time()
+            for i in range(entries):
+                gb.update_or_create_student(f"writer{i:05d}")
+                submission = gb.update_or_create_submission(assignment, f"writer{i:05d}")
+                for nb in submission.notebooks:
+                    for g in nb.grades:
+                        g.auto_score = float(g.max_score)
+                gb.db.commit()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"gradebook writes alone on {db_url.split(':')[0]}: {entries} submissions in {wall:.1f} s "
+          f"({cpu:.1f} CPU s): {entries / wall:.1f} submissions/s, {tests / wall:.0f} grades/s")
+
+
+# chapters whose grading trains a model take minutes each; left out by default so that a
+# run of the three gradings fits in about ten minutes on two cores
+TRAINING = ("ch03_bahdanau_attention", "ch06_transformer_encoder", "ch07_transformer_decoder")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--assignments", nargs="*", default=None, help="default: all")
-    parser.add_argument("--partial", type=int, default=4, choices=range(len(PARTIAL) + 1),
-                        help="partly correct students besides the solution and the blank (default 4)")
+    parser.add_argument("--assignments", nargs="*", default=None,
+                        help="assignments in the batch, or `all` (default: those that do not train a model)")
+    parser.add_argument("--students", type=int, default=len(VARIANTS),
+                        help=f"students per assignment: the solution, the blank notebook, {len(PARTIAL)} half-done "
+                             f"ones, then the same again under new ids (default {len(VARIANTS)}): the size knob")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to time (default 1 2)")
     parser.add_argument("--no-plain", action="store_true", help="skip plain nbgrader")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch and the outputs in this folder")
+    parser.add_argument("--gradebook-rate", type=int, default=None, metavar="N",
+                        help="only time entering N judged submissions in the gradebook (with --db)")
+    parser.add_argument("--db", default=None, help="with --gradebook-rate: SQLAlchemy URL of an empty gradebook")
     args = parser.parse_args(argv)
-    assignments = args.assignments or course.assignments()
+    if args.gradebook_rate is not None:
+        if args.gradebook_rate < 1:
+            parser.error("--gradebook-rate needs at least 1 submission")
+        gradebook_rate(args.db, args.gradebook_rate)
+        return 0
+    known = course.assignments()
+    if args.assignments in (None, []):
+        assignments = [a for a in known if a not in TRAINING]
+    elif args.assignments == ["all"]:
+        assignments = known
+    else:
+        assignments = args.assignments
+        unknown = sorted(set(assignments) - set(known))
+        if unknown:
+            parser.error(f"unknown assignment {', '.join(unknown)} (known: {', '.join(known)})")
+    if args.students < 1:
+        parser.error(f"--students must be at least 1, not {args.students}")
+    if any(w < 1 for w in args.workers):
+        parser.error("--workers counts must be at least 1")
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="attention-bench-"))
     try:
         if work.exists() and any(work.iterdir()):
             sys.exit(f"bench: {work} is not empty")
         subs = work / "submissions"
-        pairs = build_batch(subs, assignments, args.partial)
+        pairs = build_batch(subs, assignments, args.students)
         n = len(pairs)
-        print(f"batch: {n} submissions ({n // len(assignments)} students x {len(assignments)} assignments) "
-              f"in {subs}; {os.cpu_count()} cores", flush=True)
+        print(f"batch: {n} submissions ({args.students} students x {len(assignments)} assignments: "
+              f"{', '.join(assignments)}) in {subs}; {os.cpu_count()} cores, load {_load()}", flush=True)
 
         runs = []  # (label, wall seconds, CPU seconds, scores)
+        staged = []  # (label, stages)
+        walls = {}
         for workers in args.workers:
-            print(f"grading: python -m autograder grade --workers {workers} ...", flush=True)
-            seconds, cpu, scores = grade_ours(subs, work / f"out-workers{workers}", workers)
+            print(f"grading: python -m autograder grade --workers {workers} ... (load {_load()})", flush=True)
+            seconds, cpu, scores, stages = grade_ours(subs, work / f"out-workers{workers}", workers)
             runs.append((f"ours, --workers {workers}", seconds, cpu, scores))
-        baseline = None
+            staged.append((f"{workers}w", stages))  # stages.json: per stage, and per assignment
+            walls[workers] = seconds
+        plain = None
         if not args.no_plain:
-            print("grading: plain nbgrader (generate_assignment, autograde, generate_feedback) ...", flush=True)
+            print(f"grading: plain nbgrader (generate_assignment, autograde, generate_feedback) ... (load {_load()})",
+                  flush=True)
             autograde, feedback, scores = grade_plain(subs, work / "plain-nbgrader", assignments,
                                                       cell_timeout=Limits().cell_timeout_s)
-            baseline = (autograde[0] / n, autograde[1] / n)
+            plain = autograde
             runs.append(("plain nbgrader autograde", *autograde, scores))
             runs.append(("plain nbgrader autograde + feedback", autograde[0] + feedback[0],
                          autograde[1] + feedback[1], scores))
 
         print()
-        header = ("run", "submissions", "wall s", "subs/min", "s/sub", "overhead s/sub", "CPU s/sub", "CPU overhead")
+        header = ["run", "submissions", "wall s", "subs/min", "s/sub", "overhead s/sub", "CPU s/sub", "CPU overhead"]
         rows = []
         for label, seconds, cpu, _ in runs:
             per, cpu_per = seconds / n, cpu / n
-            if baseline is None:
+            if plain is None:
                 overhead = cpu_overhead = ""
             else:
-                overhead = f"{per - baseline[0]:+.1f} ({per / baseline[0]:.2f}x)"
-                cpu_overhead = f"{cpu_per - baseline[1]:+.1f} ({cpu_per / baseline[1]:.2f}x)"
-            rows.append((label, str(n), f"{seconds:.1f}", f"{60 * n / seconds:.1f}", f"{per:.1f}", overhead,
-                         f"{cpu_per:.1f}", cpu_overhead))
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for row in [header, ["-" * w for w in widths], *rows]:
-            print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-        if baseline is not None:
-            print("overhead: seconds per submission over plain `nbgrader autograde` (sandbox, judge, "
-                  "feedback page, ledger);\nCPU: user + system time of all the processes a run started "
-                  f"(wall time depends on other load: now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+                base, base_cpu = plain[0] / n, plain[1] / n
+                overhead = f"{per - base:+.1f} ({per / base:.2f}x)"
+                cpu_overhead = f"{cpu_per - base_cpu:+.1f} ({cpu_per / base_cpu:.2f}x)"
+            rows.append([label, str(n), f"{seconds:.1f}", f"{60 * n / seconds:.1f}", f"{per:.2f}", overhead,
+                         f"{cpu_per:.2f}", cpu_overhead])
+        _table(header, rows)
+        print("overhead: against plain `nbgrader autograde`; CPU: user + system time of all the processes a run "
+              f"started (wall time depends on other load: now {_load()} on {os.cpu_count()} cores)")
+        print()
+        print_stages(n, staged)
 
         print()
         mismatches = []
@@ -228,10 +365,17 @@ def main(argv: list[str] | None = None) -> int:
             print("!" * 72, file=sys.stderr)
             return 1
         print(f"scores agree on all {n} submissions across {len(runs)} runs")
+        speed_up = f"{walls[1] / walls[2]:.2f}" if 1 in walls and 2 in walls else "n/a"
+        versus = f"{walls[2] / plain[0]:.2f}" if 2 in walls and plain else "n/a"
+        print(f"speed-up 2 workers / 1 worker: {speed_up}; wall with 2 workers / plain nbgrader: {versus}")
         return 0
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _load() -> str:
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 if __name__ == "__main__":

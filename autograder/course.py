@@ -46,7 +46,7 @@ def write_config(root: Path, db_url: str) -> None:
     }
     lines = [
         "from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor",
-        "from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds,",
+        "from nbgrader.preprocessors import (AssignLatePenalties, DeduplicateIds,",
         "    GetGrades, LimitOutput, OverwriteCells, OverwriteKernelspec, SaveAutoGrades)",
         "from autograder.feedback import HideHiddenTests",
         "c = get_config()  # noqa: F821 - provided by traitlets",
@@ -55,9 +55,12 @@ def write_config(root: Path, db_url: str) -> None:
     lines += [
         "# The judge (autograder.judge) has run the notebook in its sandbox and written each",
         "# test's verdict as the cell's output; nbgrader keeps the books: no ClearOutput, no Execute.",
-        "c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]",
+        "# No CheckCellMetadata: the graded notebook is assembled from the course's source notebook,",
+        "# whose metadata generate_assignment has checked; checking it twice per submission (a JSON",
+        "# schema check per cell) was a third of the gradebook entry's time.",
+        "c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells]",
         "c.Autograde.autograde_preprocessors = [ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,",
-        "    AssignLatePenalties, CheckCellMetadata]",
+        "    AssignLatePenalties]",
         "c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]",
     ]
     (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
@@ -91,25 +94,21 @@ def nbgrader(
     return done
 
 
-def last_error(done: subprocess.CompletedProcess) -> str:
-    """The most telling line of a failed nbgrader run's log (its own words, not a traceback)."""
-    generic = ("Traceback", "Please see", "There was an error processing", "error(s) occurred")
-    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-    errors = [ln for ln in lines if "| ERROR]" in ln and not any(g in ln for g in generic)]
-    chosen = (errors or lines or [""])[0]
-    return chosen.split("| ERROR] ", 1)[-1][:500]
-
-
-def generate(root: Path, assignment: str) -> None:
-    """Copy ``assignment``'s source notebooks into ``root/source`` and run
-    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
-    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
+def copy_source(root: Path, assignment: str) -> None:
+    """Make ``root/source/<assignment>/`` hold exactly ``assignment``'s source notebooks."""
     source = root / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
     for old in source.glob("*.ipynb"):
         old.unlink()
     for path in source_notebooks(assignment):
         shutil.copy2(path, source / path.name)
+
+
+def generate(root: Path, assignment: str) -> None:
+    """Copy ``assignment``'s source notebooks into ``root/source`` and run
+    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
+    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
+    copy_source(root, assignment)
     done = nbgrader(root, "generate_assignment", assignment, "--force")
     if done.returncode != 0:
         raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")

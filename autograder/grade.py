@@ -7,38 +7,47 @@ Output (``OUT``):
   ``score``, ``max_score``, ``status``, ``reason``), sorted;
 * ``report.json``: every test cell's result per submission;
 * ``feedback/<student_id>/<assignment>/<notebook>.html``: the pages to return;
+* ``summary.html``: the batch at a glance for the instructor (:mod:`autograder.summary`);
 * ``course/``: the nbgrader course folder (source, submitted, autograded, gradebook) and
   ``course/ledger/``, one file per graded submission.
 
 For each submission, a judge process (:mod:`autograder.judge`) runs the student's code in
-a sandbox and decides every test; up to ``workers`` judges run at once. The main process
-alone writes to the gradebook (``nbgrader autograde`` over the judged notebook), one
-submission at a time, so SQLite's single writer is never contended; feedback pages are
-made at the end, one ``generate_feedback`` per assignment. Each finished submission is written to the ledger atomically: a batch that is
-killed loses nothing already graded, and running the same command again grades only what
-is missing or what changed (the submission, or the course's tests).
+a sandbox and decides every test; up to ``workers`` judges run at once on this machine, or
+any number on the workers of a Dask distributed cluster (:mod:`autograder.distributed`).
+The judges' results stream back to this process, which alone writes the gradebook: it
+enters each judged notebook with nbgrader's own ``Autograde`` and makes its feedback page
+with ``GenerateFeedback``, both run in this process (:mod:`autograder.books`), one
+submission at a time, so SQLite's single writer is never contended. Each finished
+submission is then written to the ledger atomically: a batch that is killed loses nothing
+already graded, and running the same command again grades only what is missing or what
+changed (the submission, or the course's tests).
 """
 
 from __future__ import annotations
 
 import csv
+import ctypes
 import dataclasses
 import hashlib
 import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
 
-from autograder import assemble, course
+from autograder import assemble, course, summary
+from autograder.books import Books, make_feedback, stale_feedback
 from autograder.feedback import localise_mathjax
 from autograder.limits import Limits
+from autograder.stages import Stages
 
 
 @dataclasses.dataclass
@@ -69,6 +78,9 @@ class Result:
         }
 
 
+CSV_FIELDS = ["student_id", "assignment", "score", "max_score", "status", "reason"]
+
+
 def find_submissions(folder: Path) -> list[Submission]:
     """The submissions under ``folder``, checked against the course's assignments."""
     if not folder.exists():
@@ -96,12 +108,28 @@ def find_submissions(folder: Path) -> list[Submission]:
 
 
 @dataclasses.dataclass
+class Prepared:
+    """A submission made ready to judge: per notebook, the assembled notebook and the
+    judge's job (plain JSON data, so that it can travel to another machine); or why there
+    is nothing to judge."""
+
+    submission: Submission
+    jobs: dict[str, tuple[nbformat.NotebookNode, dict]]  # name -> (assembled, job)
+    problem: str | None = None
+
+
+@dataclasses.dataclass
 class Judged:
-    """What a judge said of one notebook of a submission (or why there was nothing to judge)."""
+    """What the judges said of a submission (or why there was nothing to judge)."""
 
     submission: Submission
     notebooks: dict[str, tuple[nbformat.NotebookNode, dict]]  # name -> (assembled, judge output)
-    problem: str | None = None
+    problem: str | None = None  # the submission's fault: graded 0 with this reason
+    lost: str | None = None  # the infrastructure's fault: not graded, the next run tries again
+
+
+UNJUDGED = ("the grader could not judge this notebook (its results were too large or its run too long); "
+            "no test could be decided")
 
 
 def _read_submitted(sub: Submission, expected: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
@@ -118,54 +146,97 @@ def _read_submitted(sub: Submission, expected: Path) -> tuple[nbformat.NotebookN
         return None, f"{expected.name} is not a valid notebook: {type(err).__name__}: {str(err)[:200]}"
 
 
-def _limit_memory(megabytes: int):
+def prepare(sub: Submission, limits: Limits) -> Prepared:
+    """Assemble every notebook of ``sub`` and write its judge's job; never raises for the
+    submission's faults."""
+    jobs = {}
+    for source_path in course.source_notebooks(sub.assignment):
+        submitted, problem = _read_submitted(sub, source_path)
+        if problem:
+            return Prepared(sub, {}, problem)
+        graded = assemble.assemble(nbformat.read(source_path, as_version=4), submitted)
+        jobs[source_path.name] = (graded, {"assignment": sub.assignment, "cells": assemble.judge_cells(graded),
+                                          "limits": dataclasses.asdict(limits)})
+    return Prepared(sub, jobs)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _judge_process_setup(megabytes: int):
     def apply() -> None:  # runs in the child before exec
         size = megabytes * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
+        # the judge (and, through bubblewrap's --die-with-parent, its sandbox) dies with the
+        # thread that started it: a killed grader or Dask worker leaves nothing running
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return apply
 
 
-def judge(root: Path, sub: Submission, limits: Limits) -> Judged:
-    """Run the judge over every notebook of ``sub``; never raises for the submission's faults."""
-    notebooks = {}
-    for source_path in course.source_notebooks(sub.assignment):
-        submitted, problem = _read_submitted(sub, source_path)
-        if problem:
-            return Judged(sub, {}, problem)
-        graded = assemble.assemble(nbformat.read(source_path, as_version=4), submitted)
-        work = root / "judging" / sub.student_id / sub.assignment
-        work.mkdir(parents=True, exist_ok=True)
-        job = {
-            "assignment": sub.assignment,
-            "cells": assemble.judge_cells(graded),
-            "limits": dataclasses.asdict(limits),
-            "results": str(work / f"{source_path.stem}.results.json"),
-        }
-        (work / f"{source_path.stem}.job.json").write_text(json.dumps(job))
-        Path(job["results"]).unlink(missing_ok=True)
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "autograder.judge", str(work / f"{source_path.stem}.job.json")],
-                capture_output=True, text=True, timeout=limits.notebook_timeout_s + 120,
-                preexec_fn=_limit_memory(limits.memory_mb + 4096), cwd=work,
-            )
-            output = json.loads(Path(job["results"]).read_text()) if done.returncode == 0 else None
-        except subprocess.TimeoutExpired:
-            output = None
-        if output is None:
-            return Judged(sub, {}, "the grader could not judge this notebook (its results were too large "
-                                   "or its run too long); no test could be decided")
-        notebooks[source_path.name] = (graded, output)
-    return Judged(sub, notebooks)
+def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
+    """Run one judge process (``python -m autograder.judge``) over ``job`` in the folder
+    ``work``; return its output, or None when it gave none (it was killed, or ran past
+    its limit). With ``timed``, the judge runs under :mod:`autograder.stages` and the
+    output has its ``stages`` timing."""
+    limits = Limits(**job["limits"])
+    work.mkdir(parents=True, exist_ok=True)
+    results = work / "results.json"
+    job_path = work / "job.json"
+    job_path.write_text(json.dumps({**job, "results": str(results)}))
+    for stale in (results, Path(f"{results}.stages.json")):
+        stale.unlink(missing_ok=True)
+    launched = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "autograder.stages" if timed else "autograder.judge", str(job_path)],
+            capture_output=True, text=True, timeout=limits.notebook_timeout_s + 120,
+            preexec_fn=_judge_process_setup(limits.memory_mb + 4096), cwd=work,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0 or not results.is_file():
+        return None
+    output = json.loads(results.read_text())
+    if timed:
+        output["stages"] = {**json.loads(Path(f"{results}.stages.json").read_text()), "launched": launched}
+    return output
+
+
+def judged_from(prepared: Prepared, outputs: dict[str, dict | None]) -> Judged:
+    """Put the judges' ``outputs`` (name -> output, None: no output) with what was prepared."""
+    if prepared.problem:
+        return Judged(prepared.submission, {}, prepared.problem)
+    if any(outputs.get(name) is None for name in prepared.jobs):
+        return Judged(prepared.submission, {}, UNJUDGED)
+    return Judged(prepared.submission, {name: (graded, outputs[name]) for name, (graded, _) in prepared.jobs.items()})
+
+
+class LocalJudges:
+    """Judges on this machine: up to ``workers`` judge processes at once."""
+
+    def __init__(self, root: Path, workers: int, timed: bool = False):
+        self.root, self.workers, self.timed = root, workers, timed
+
+    def _judge(self, prepared: Prepared) -> Judged:
+        sub = prepared.submission
+        outputs = {}
+        for name, (_, job) in prepared.jobs.items():
+            work = self.root / "judging" / sub.student_id / sub.assignment / Path(name).stem
+            outputs[name] = run_judge(job, work, self.timed)
+            if outputs[name] is None:
+                break
+        return judged_from(prepared, outputs)
+
+    def judge(self, batch: list[Prepared]):
+        """Yield a :class:`Judged` for every prepared submission, as each is done."""
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:  # threads wait on judge processes
+            for future in as_completed([pool.submit(self._judge, p) for p in batch]):
+                yield future.result()
 
 
 # ----------------------------------------------------------------------------- the books
-
-
-def _max_score(db_url: str, assignment: str) -> float:
-    with Gradebook(db_url) as gb:
-        return float(gb.find_assignment(assignment).max_score)
 
 
 #: What ``nbgrader submit`` writes beside the notebooks: the submission's time (late
@@ -173,8 +244,9 @@ def _max_score(db_url: str, assignment: str) -> float:
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
-def record(root: Path, db_url: str, judged: Judged) -> Result:
-    """Enter a judged submission in the gradebook with ``nbgrader autograde``."""
+def record(books: Books, root: Path, db_url: str, judged: Judged) -> Result:
+    """Enter a judged submission in the gradebook (nbgrader's ``Autograde``, in this
+    process) and write its feedback page; the one writer of the gradebook."""
     sub = judged.submission
     if judged.problem:
         return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment),
@@ -198,15 +270,18 @@ def record(root: Path, db_url: str, judged: Judged) -> Result:
                 messages[Path(name).stem, c["grade_id"]] = f"{c['error']['type']}: {c['error']['message']}"
         if output.get("stopped"):
             stopped.append(output["stopped"])
-    done = course.nbgrader(root, "autograde", sub.assignment, f"--student={sub.student_id}", "--force", "--create")
-    if done.returncode != 0:
+    failure = books.autograde(sub.assignment, sub.student_id)
+    if failure:
         return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment), "rejected",
-                      course.last_error(done) or "nbgrader autograde failed", [])
+                      failure, [])
+    # tests in the order the notebook has them (the gradebook's cell ids are random)
+    order = {(Path(name).stem, cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")): i
+             for name, (graded, _) in judged.notebooks.items() for i, cell in enumerate(graded.cells)}
     tests, score, max_score = [], 0.0, 0.0
     with Gradebook(db_url) as gb:
         submission = gb.find_submission(sub.assignment, sub.student_id)
-        for nb in submission.notebooks:
-            for grade in sorted(nb.grades, key=lambda g: g.cell.id):
+        for nb in sorted(submission.notebooks, key=lambda n: n.name):
+            for grade in sorted(nb.grades, key=lambda g: (order.get((nb.name, g.name), len(order)), g.name)):
                 points = float(grade.score or 0.0)
                 tests.append({
                     "notebook": nb.name, "test": grade.name, "points": points,
@@ -216,6 +291,11 @@ def record(root: Path, db_url: str, judged: Judged) -> Result:
             score += float(nb.score or 0.0)
             max_score += float(nb.max_score)
     return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests)
+
+
+def _max_score(db_url: str, assignment: str) -> float:
+    with Gradebook(db_url) as gb:
+        return float(gb.find_assignment(assignment).max_score)
 
 
 # ----------------------------------------------------------------------------- the ledger
@@ -270,45 +350,85 @@ def grade(
     db_url: str | None = None,
     limits: Limits | None = None,
     workers: int | None = None,
+    scheduler: str | None = None,
+    stage_times: bool = False,
 ) -> list[Result]:
-    """Grade every submission under ``submissions`` into ``out``; return the results."""
+    """Grade every submission under ``submissions`` into ``out``; return the results.
+
+    Judges run on this machine (up to ``workers`` at once), or with ``scheduler`` (a Dask
+    distributed address, ``tcp://HOST:PORT``) on that cluster's workers. Either way this
+    process alone writes the gradebook and the ledger. With ``stage_times``, the time of
+    every stage is added up in ``out/stages.json``."""
+    began = time.perf_counter()
+    stages = Stages()
     limits = limits or Limits()
     workers = max(1, workers or os.cpu_count() or 1)
+    # nbgrader's converters change the working directory while they run (see autograder.books)
+    submissions, out = submissions.resolve(), out.resolve()
     subs = find_submissions(submissions)
-    out.mkdir(parents=True, exist_ok=True)
-    root = (out / "course").resolve()
-    root.mkdir(exist_ok=True)
-    db_url = db_url or f"sqlite:///{root / 'gradebook.db'}"
-    course.write_config(root, db_url)
-    for assignment in sorted({s.assignment for s in subs}):
-        course.generate(root, assignment)
+    root = out / "course"
+    if scheduler:
+        from autograder.distributed import DaskJudges  # Dask is needed only here
 
-    ledger = Ledger(root / "ledger")
-    todo = [s for s in subs if ledger.read(s) is None]
-    with ThreadPoolExecutor(max_workers=workers) as pool:  # threads wait on judge processes
-        for future in as_completed([pool.submit(judge, root, s, limits) for s in todo]):
-            judged = future.result()
-            result = record(root, db_url, judged)  # the only writer of the gradebook
+        judges = DaskJudges(scheduler, timed=stage_times)
+    else:
+        judges = LocalJudges(root, workers, timed=stage_times)
+    with stages.timed("course set-up"):
+        out.mkdir(parents=True, exist_ok=True)
+        root.mkdir(exist_ok=True)
+        db_url = db_url or f"sqlite:///{root / 'gradebook.db'}"
+        course.write_config(root, db_url)
+        books = Books(root)
+        for assignment in sorted({s.assignment for s in subs}):
+            books.generate(assignment)
+        ledger = Ledger(root / "ledger")
+        todo = [s for s in subs if ledger.read(s) is None]
+    with stages.timed("assembly"):
+        batch = [prepare(s, limits) for s in todo]
+    lost = []
+    for judged in judges.judge(batch):
+        if judged.lost:
+            lost.append(f"{judged.submission.student_id}/{judged.submission.assignment} ({judged.lost})")
+            print(f"{lost[-1]}: not judged", flush=True)
+            continue
+        for _, output in judged.notebooks.values():
+            if "stages" in output:
+                stages.add_judge(output.pop("stages"), judged.submission.assignment)
+        with stages.timed("gradebook entry"):
+            result = record(books, root, db_url, judged)
+        with stages.timed("ledger"):
             ledger.write(judged.submission, result)
-            print(f"{result.student_id}/{result.assignment}: {result.score:g}/{result.max_score:g}"
-                  + (f" ({result.reason})" if result.reason else ""), flush=True)
+        print(f"{result.student_id}/{result.assignment}: {result.score:g}/{result.max_score:g}"
+              + (f" ({result.reason})" if result.reason else ""), flush=True)
 
-    # one nbgrader run per assignment makes every feedback page (it starts slowly)
-    for assignment in sorted({s.assignment for s in todo}):
-        course.nbgrader(root, "generate_feedback", assignment, "--force")
-    results = [ledger.read(s) for s in subs]
-    _write_outputs(root, out, results)
+    results = [r for r in (ledger.read(s) for s in subs) if r is not None]
+    # every page whose grade is newer than it, this run's and any a killed run left behind
+    with stages.timed("feedback pages", children=True):
+        stale = stale_feedback(root, [(r.student_id, r.assignment) for r in results if r.status == "graded"])
+        for failure in make_feedback(root, stale, workers):
+            print(f"warning: {failure}", file=sys.stderr, flush=True)
+    with stages.timed("outputs"):
+        _write_outputs(root, out, results)
+    if stage_times:
+        stages.write(out / "stages.json", submissions=len(todo), wall=time.perf_counter() - began,
+                     workers=workers if not scheduler else None, scheduler=scheduler)
+    if lost:
+        raise course.GradingError(
+            f"{len(lost)} submission(s) could not be judged because the workers judging them died "
+            f"again and again: {', '.join(lost)}; the others are graded: run the same command again"
+        )
     return results
 
 
 def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
     results = sorted(results, key=lambda r: (r.student_id, r.assignment))
     with open(out / "grades.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(results[0].row()))
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for result in results:
             writer.writerow(result.row())
     (out / "report.json").write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
+    summary.write(results, out / "summary.html")
     feedback = out / "feedback"
     if feedback.exists():
         shutil.rmtree(feedback)

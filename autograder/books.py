@@ -1,0 +1,153 @@
+"""nbgrader's books, kept in the grading process itself.
+
+``nbgrader autograde`` and ``nbgrader generate_feedback`` as commands start a Python
+interpreter and import nbgrader, nbconvert and SQLAlchemy every time: about two CPU-seconds
+before any work, which the coordinator used to pay for every submission while the judges
+waited. :class:`Books` runs the same nbgrader converters (``GenerateAssignment``,
+``Autograde`` and ``GenerateFeedback``, through nbgrader's own ``NbGraderAPI``) inside this
+process, with the configuration of the course folder (:func:`autograder.course.write_config`)
+and nothing else, so the gradebook stays nbgrader's and holds what the commands would have
+written. Feedback pages, which only read the gradebook, are rendered at the end of a batch
+by as many processes as there are workers (:func:`make_feedback`).
+
+nbgrader's converters change the working directory while they run, so a process that
+uses :class:`Books` must use absolute paths everywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from sqlalchemy.exc import SAWarning
+from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+from autograder.course import GradingError, copy_source
+
+# nbgrader's log lines that say nothing about why a run failed
+_GENERIC = ("Traceback", "Please see", "There was an error processing", "error(s) occurred")
+
+
+def _load_config(root: Path):
+    try:
+        return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    except ConfigFileNotFound:
+        raise GradingError(f"{root / 'nbgrader_config.py'} is missing") from None
+    except Exception as err:  # noqa: BLE001 - any broken config is the same verdict
+        # a grade must never depend on settings that silently did not apply
+        raise GradingError(f"nbgrader could not load {root / 'nbgrader_config.py'}: "
+                           f"{type(err).__name__}: {err}") from None
+
+
+class Books:
+    """nbgrader's ``generate_assignment``, ``autograde`` and ``generate_feedback`` for one
+    course folder, in-process.
+
+    One caller at a time (a lock makes sure): nbgrader's converters share the process's
+    working directory and the gradebook has a single writer."""
+
+    def __init__(self, root: Path):
+        # nbgrader runs the ``alembic`` command of its own environment on a new gradebook
+        bindir = str(Path(sys.executable).parent)
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        config = _load_config(root)
+        self.root = root
+        self._api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        self._api.log.setLevel(logging.WARNING)
+        self._lock = threading.Lock()
+
+    def _run(self, method, *args, **kwargs) -> str | None:
+        with self._lock, warnings.catch_warnings():
+            # nbgrader's own session use makes SQLAlchemy warn; the command line hides it too
+            warnings.simplefilter("ignore", SAWarning)
+            return _failure(method(*args, **kwargs))
+
+    def generate(self, assignment: str) -> None:
+        """Record ``assignment`` (its source notebooks copied into ``source/``) in the
+        gradebook and write its learner version to ``release/``."""
+        copy_source(self.root, assignment)
+        failure = self._run(self._api.generate_assignment, assignment, force=True)
+        if failure:
+            raise GradingError(f"nbgrader generate_assignment {assignment} failed: {failure}")
+
+    def autograde(self, assignment: str, student: str) -> str | None:
+        """Enter ``submitted/<student>/<assignment>/`` in the gradebook and write
+        ``autograded/...``; None when it worked, else nbgrader's own words for the failure."""
+        return self._run(self._api.autograde, assignment, student, force=True, create=True)
+
+    def feedback(self, assignment: str, student: str) -> str | None:
+        """Write ``feedback/<student>/<assignment>/<notebook>.html`` from the gradebook."""
+        return self._run(self._api.generate_feedback, assignment, student, force=True)
+
+
+def stale_feedback(root: Path, graded: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (student, assignment) pairs of ``graded`` whose feedback page is missing or
+    older than their autograded notebook."""
+    stale = []
+    for student, assignment in graded:
+        for notebook in (root / "autograded" / student / assignment).glob("*.ipynb"):
+            page = root / "feedback" / student / assignment / f"{notebook.stem}.html"
+            if not page.is_file() or page.stat().st_mtime < notebook.stat().st_mtime:
+                stale.append((student, assignment))
+                break
+    return stale
+
+
+def make_feedback(root: Path, pairs: list[tuple[str, str]], processes: int) -> list[str]:
+    """Write the feedback pages of ``pairs`` (student, assignment) with up to ``processes``
+    processes at once (``python -m autograder.books``), each reading the gradebook; return
+    what failed, one line each. Rendering a page is CPU work (nbconvert's HTML export), so
+    on several cores it runs on all of them."""
+    shares = [pairs[i::processes] for i in range(max(1, processes)) if pairs[i::processes]]
+    running = []
+    for share in shares:  # all started before any is waited for
+        process = subprocess.Popen([sys.executable, "-m", "autograder.books", str(root)], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stdin.write(json.dumps(share))
+        process.stdin.close()
+        process.stdin = None  # written and closed: communicate() has nothing more to send
+        running.append(process)
+    failures = []
+    for process in running:
+        stdout, stderr = process.communicate()
+        failures += [line for line in stdout.splitlines() if line.strip()]
+        if process.returncode != 0:
+            failures.append(f"feedback process failed ({process.returncode}): {stderr.strip()[-500:]}")
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.books ROOT`` with ``[[student, assignment], ...]`` on standard
+    input: write those feedback pages; print a line per failure."""
+    books = Books(Path((argv or sys.argv[1:])[0]))
+    for student, assignment in json.load(sys.stdin):
+        failure = books.feedback(assignment, student)
+        if failure:
+            print(f"no feedback page for {student}/{assignment}: {failure}", flush=True)
+    return 0
+
+
+def _failure(outcome: dict) -> str | None:
+    """None when nbgrader succeeded; else its most telling line: its own error message, or
+    the exception that ended the traceback it logged."""
+    if outcome.get("success"):
+        return None
+    log = [ln.strip() for ln in (outcome.get("log") or "").splitlines() if ln.strip()]
+    errors = [ln for ln in log if ln.startswith("[ERROR]") and not any(g in ln for g in _GENERIC)]
+    if errors:
+        return errors[0].removeprefix("[ERROR]").strip()[:500]
+    logged = [ln for ln in log if not ln.startswith(("[", "File ", "^", "~"))]
+    trace = [ln.strip() for ln in (outcome.get("error") or "").splitlines() if ln.strip()]
+    return ((logged or trace or ["nbgrader failed without saying why"])[-1])[:500]
+
+if __name__ == "__main__":
+    sys.exit(main())
