@@ -6,9 +6,14 @@ and ``solution`` false) passes when executing it raises nothing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import os
 import shutil
+import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -131,3 +136,50 @@ def run_judged(nb, fail_fast: bool = False) -> Run:
 
 def _message(error: dict | None) -> str | None:
     return None if error is None else f"{error['type']}: {error['message']}"
+
+
+def run_in_process(nb, stop_after: str | None = None) -> Run:
+    """Execute ``nb`` the way one plain kernel would (every cell, tests included, in one
+    namespace; no sandbox, no judge), in a fresh in-process IPython shell: far cheaper than
+    a kernel of its own. With ``stop_after``, stop once the test cell of that ``grade_id``
+    ran. The process-wide state a notebook may change (random generators, default dtype,
+    threads, warning filters, the working folder) is put back afterwards."""
+    import numpy as np
+    import torch
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell(config=config, user_ns={"__name__": "__main__"})
+    tests, others = {}, {}
+    saved = (torch.get_rng_state(), np.random.get_state(), torch.get_default_dtype(), torch.get_num_threads())
+    torch.set_num_threads(1)  # as the student's process runs (autograder.limits.Limits.threads)
+    try:
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), warnings.catch_warnings():
+            for i, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                result = shell.run_cell(cell.source, store_history=False, silent=True)
+                error = result.error_before_exec or result.error_in_exec
+                message = None if error is None else f"{type(error).__name__}: {error}"
+                if is_test_cell(cell):
+                    tests[nbgrader_meta(cell)["grade_id"]] = message
+                    if nbgrader_meta(cell)["grade_id"] == stop_after:
+                        break
+                elif message is not None:
+                    others[nbgrader_meta(cell).get("grade_id", f"cell {i}")] = message
+    finally:
+        shell.cleanup()
+        torch.set_rng_state(saved[0])
+        np.random.set_state(saved[1])
+        torch.set_default_dtype(saved[2])
+        torch.set_num_threads(saved[3])
+        if "matplotlib.pyplot" in sys.modules:  # figures the notebook drew
+            sys.modules["matplotlib.pyplot"].close("all")
+    return Run(tests=tests, other_errors=others)
+
+
+def verdicts(run: Run) -> dict[str, bool]:
+    """Each test cell's verdict (True: passed), in the order they ran."""
+    return {name: error is None for name, error in run.tests.items()}
