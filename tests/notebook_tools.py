@@ -67,6 +67,25 @@ def grade_ids(nb, predicate) -> list[str]:
     return [nbgrader_meta(c)["grade_id"] for c in nb.cells if predicate(c)]
 
 
+def small_notebook(cells: list[tuple[str, str, str]]) -> nbformat.NotebookNode:
+    """An assembled notebook made of ``(kind, name, source)`` cells: ``kind`` is ``setup``
+    (a course cell), ``kernel-only`` (a course cell tagged so), ``solution`` (``name`` is its
+    grade_id), ``test`` (1 point) or ``added`` (a cell the student added; no metadata)."""
+    nb = nbformat.v4.new_notebook()
+    for kind, name, source in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        if kind != "added":
+            meta = {"grade_id": name, "grade": kind == "test", "solution": kind == "solution",
+                    "locked": kind != "solution", "schema_version": 3}
+            if kind == "test":
+                meta["points"] = 1
+            cell.metadata["nbgrader"] = meta
+        if kind == "kernel-only":
+            cell.metadata["tags"] = ["kernel-only"]
+        nb.cells.append(cell)
+    return nb
+
+
 def with_cell_source(nb, grade_id: str, source: str):
     """A copy of ``nb`` whose cell ``grade_id`` holds ``source`` instead."""
     nb = copy.deepcopy(nb)
