@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import warnings
@@ -157,17 +158,23 @@ def _message(error: dict | None) -> str | None:
     return None if error is None else f"{error['type']}: {error['message']}"
 
 
-def run_in_process(nb, stop_after: str | None = None) -> Run:
+def run_in_process(nb, stop_after: str | None = None, stop_before=None, cell_timeout: int = 600) -> Run:
     """Execute ``nb`` the way one plain kernel would (every cell, tests included, in one
     namespace; no sandbox, no judge), in a fresh in-process IPython shell: far cheaper than
     a kernel of its own. With ``stop_after``, stop once the test cell of that ``grade_id``
-    ran. The process-wide state a notebook may change (random generators, default dtype,
-    threads, warning filters, the working folder) is put back afterwards."""
+    ran; with ``stop_before`` (a predicate on cells), stop before the first cell it holds
+    for. A cell running past ``cell_timeout`` seconds fails with ``TimeoutError``. The
+    process-wide state a notebook may change (random generators, default dtype, threads,
+    warning filters, the working folder) is put back afterwards."""
     import numpy as np
     import torch
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
+    def too_long(signum, frame):
+        raise TimeoutError(f"the cell ran past {cell_timeout} s")
+
+    previous_handler = signal.signal(signal.SIGALRM, too_long)
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell(config=config, user_ns={"__name__": "__main__"})
@@ -179,7 +186,13 @@ def run_in_process(nb, stop_after: str | None = None) -> Run:
             for i, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
-                result = shell.run_cell(cell.source, store_history=False, silent=True)
+                if stop_before is not None and stop_before(cell):
+                    break
+                signal.alarm(cell_timeout)
+                try:
+                    result = shell.run_cell(cell.source, store_history=False, silent=True)
+                finally:
+                    signal.alarm(0)
                 error = result.error_before_exec or result.error_in_exec
                 message = None if error is None else f"{type(error).__name__}: {error}"
                 if is_test_cell(cell):
@@ -189,6 +202,7 @@ def run_in_process(nb, stop_after: str | None = None) -> Run:
                 elif message is not None:
                     others[nbgrader_meta(cell).get("grade_id", f"cell {i}")] = message
     finally:
+        signal.signal(signal.SIGALRM, previous_handler)
         shell.cleanup()
         torch.set_rng_state(saved[0])
         np.random.set_state(saved[1])
@@ -202,3 +216,14 @@ def run_in_process(nb, stop_after: str | None = None) -> Run:
 def verdicts(run: Run) -> dict[str, bool]:
     """Each test cell's verdict (True: passed), in the order they ran."""
     return {name: error is None for name, error in run.tests.items()}
+
+
+def is_training_cell(cell) -> bool:
+    """A ``kernel-only`` cell that does more than define functions and classes: a training
+    run (costly), as opposed to a helper such as chapter 3's ``build_model``."""
+    import ast
+
+    if "kernel-only" not in cell.metadata.get("tags", []):
+        return False
+    quiet = (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    return not all(isinstance(node, quiet) for node in ast.parse(cell.source).body)
