@@ -1,16 +1,18 @@
 """The grader's side of one submission: decides every test, out of the student's reach.
 
 The submission's code runs in a sandboxed process (:mod:`autograder.runner`). The test
-cells run here, in the judge, where each name the student's cells defined is a *remote*
-stand-in: calling it, or a method of what it returned, runs the student's code over there
-and brings the result back as plain data (arrays, tensors, numbers: never pickles). The
-expected values, the comparisons and the verdicts never exist in the student's process,
-so nothing the student's code does there (replacing ``np.allclose``, the checks, the
-exception display, ``builtins``) can change them.
+cells run here, in the judge, where each name the tests expect from the student (see
+:func:`autograder.assemble.student_names`) is a *remote* stand-in or a value: calling it,
+or a method of what it returned, runs the student's code over there and brings the result
+back as plain data (arrays, tensors, numbers: never pickles). The expected values, the
+comparisons and the verdicts never exist in the student's process, so nothing the
+student's code does there (replacing ``np.allclose``, the checks, the exception display,
+``builtins``, a course name) can change them. The README's "How a submission is graded,
+and why it is safe" lists everything that crosses and why it is safe.
 
 Cells that are neither solutions nor tests (instructions, imports, data) run on both
 sides; cells tagged ``kernel-only`` (training loops, say) run only in the student's
-process and the names they define become remote stand-ins too.
+process and the names they assign are taken from there.
 """
 
 from __future__ import annotations
