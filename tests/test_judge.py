@@ -72,6 +72,7 @@ checks.check_close(state.hidden, torch.full((1, 2), 11.0), name="state.hidden af
 '''
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_a_namedtuple_state_crosses_with_its_fields_and_goes_back():
     # issue 10: a BahdanauDecoder.init_state returning a namedtuple lost 5 test cells in the grader
     _same_verdicts([SETUP, ("solution", "Decoder", NAMEDTUPLE_DECODER), ("test", "test_state", NAMEDTUPLE_TEST)],
@@ -98,12 +99,14 @@ except ValueError as caught:
 '''
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_an_exception_subclass_of_the_expected_type_is_caught_as_that_type():
     # issue 10: a teacher_forcing_pair raising its own ValueError subclass lost a test in the grader
     _same_verdicts([SETUP, ("solution", "shift", RAISES_SUBCLASS), ("test", "test_shift", EXPECTS_VALUE_ERROR)],
                    {"test_shift": True})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impostor", [
     "class ValueError(Exception):\n    pass\n",
     "class ValueError(Exception):\n    pass\nValueError.__module__ = 'builtins'\n",
@@ -135,6 +138,7 @@ with warnings.catch_warnings():
 '''
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_a_warning_subclass_arrives_as_its_builtin_category():
     _same_verdicts([SETUP, ("solution", "shift", WARNS), ("test", "test_warns", EXPECTS_WARNING)],
                    {"test_warns": True})
@@ -177,6 +181,7 @@ assert not out["empty"]
 '''
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_dataclasses_dicts_sets_and_generators_cross_faithfully():
     _same_verdicts([SETUP, ("solution", "make", CONTAINERS), ("test", "test_make", USES_CONTAINERS)],
                    {"test_make": True})
@@ -192,11 +197,13 @@ def is_ok(x):
 '''
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_truthiness_of_a_remote_object_is_the_student_objects():
     _same_verdicts([SETUP, ("solution", "is_ok", FALSY), ("test", "test_is_ok", "assert is_ok(1)")],
                    {"test_is_ok": False})
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_a_later_redefinition_and_a_deletion_act_as_in_one_kernel():
     cells = [
         SETUP,
@@ -226,6 +233,7 @@ def double(x):
 '''
 
 
+@pytest.mark.slow  # a sandbox and a judge each
 def test_names_of_the_course_and_builtins_stay_the_courses_in_the_judge():
     tests = [
         ("test", "test_checks", "checks.check_close(torch.tensor(double(2.0)), torch.tensor(4.0), name='double(2)')"),
