@@ -38,14 +38,15 @@ class WireError(Exception):
     """A message that does not follow the protocol."""
 
 
-def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False) -> Any:
+def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False, made: list | None = None) -> Any:
     """A JSON-able form of ``value``; objects that cannot travel become handles.
 
     Named tuples travel by value (their type's name and fields too); with ``origins``
     (the student's side) each also carries the handle of the original, so that the judge
-    hands the very object back when a test passes it on (a decoder's state, say)."""
+    hands the very object back when a test passes it on (a decoder's state, say). ``made``
+    collects the arrays and tensors encoded, in the order :func:`decode` rebuilds them."""
     def again(v):
-        return encode(v, make_handle, origins)
+        return encode(v, make_handle, origins, made)
 
     if getattr(type(value), "__wire_handle__", False):  # a stand-in for a remote object
         return {"__handle__": make_handle(value)}
@@ -61,11 +62,15 @@ def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False)
     if isinstance(value, float):
         return {"__float__": repr(float(value))}
     if isinstance(value, np.ndarray) and value.dtype.name in _NUMPY_DTYPES:
+        if made is not None:
+            made.append(value)
         arr = np.ascontiguousarray(value)
         return {"__ndarray__": arr.dtype.name, "shape": list(arr.shape), "data": _b64(arr.tobytes())}
     torch = sys.modules.get("torch")  # only what was imported can be a tensor here
     if torch is not None:
         if isinstance(value, torch.Tensor) and str(value.dtype).removeprefix("torch.") in _TORCH_DTYPES:
+            if made is not None:
+                made.append(value)
             t = value.detach().to("cpu").contiguous()
             raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
             return {
@@ -109,12 +114,16 @@ def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False)
 
 
 
-def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
-    """The inverse of :func:`encode`; handles are turned into objects by ``resolve_handle``."""
+def decode(value: Any, resolve_handle: Callable[[int], Any], made: list | None = None) -> Any:
+    """The inverse of :func:`encode`; handles are turned into objects by ``resolve_handle``.
+    ``made`` collects the arrays and tensors rebuilt, in the order :func:`encode` met them."""
+    def again(v):
+        return decode(v, resolve_handle, made)
+
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, list):
-        return [decode(v, resolve_handle) for v in value]
+        return [again(v) for v in value]
     if not isinstance(value, dict) or len(value) == 0:
         raise WireError(f"unexpected value {str(value)[:80]!r}")
     if "__float__" in value:
@@ -127,7 +136,7 @@ def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
     if "__ndarray__" in value:
         dtype = _checked(value["__ndarray__"], _NUMPY_DTYPES)
         shape = _shape(value["shape"])
-        return np.frombuffer(_unb64(value["data"]), dtype=dtype).reshape(shape).copy()
+        return _made(np.frombuffer(_unb64(value["data"]), dtype=dtype).reshape(shape).copy(), made)
     if "__tensor__" in value or "__dtype__" in value or "__device__" in value or "__size__" in value:
         import torch
     if "__tensor__" in value:
@@ -142,8 +151,8 @@ def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
         if device.startswith("cuda") and torch.cuda.is_available():
             t = t.to(device)
         if value.get("parameter"):
-            return torch.nn.Parameter(t, requires_grad=bool(value.get("requires_grad")))
-        return t.requires_grad_(bool(value.get("requires_grad")) and t.is_floating_point())
+            return _made(torch.nn.Parameter(t, requires_grad=bool(value.get("requires_grad"))), made)
+        return _made(t.requires_grad_(bool(value.get("requires_grad")) and t.is_floating_point()), made)
     if "__dtype__" in value:
         return getattr(torch, _checked(value["__dtype__"], _TORCH_DTYPES))
     if "__device__" in value:
@@ -151,14 +160,14 @@ def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
     if "__size__" in value:
         return torch.Size(_shape(value["__size__"]))
     if "__slice__" in value:
-        return slice(*(decode(v, resolve_handle) for v in value["__slice__"]))
+        return slice(*(again(v) for v in value["__slice__"]))
     if "__ellipsis__" in value:
         return Ellipsis
     if "__tuple__" in value:
-        return tuple(decode(v, resolve_handle) for v in value["__tuple__"])
+        return tuple(again(v) for v in value["__tuple__"])
     if "__namedtuple__" in value:
         cls = _namedtuple_class(value["__namedtuple__"], value.get("fields"))
-        items = [decode(v, resolve_handle) for v in _list(value.get("items"))]
+        items = [again(v) for v in _list(value.get("items"))]
         if len(items) != len(cls._fields):
             raise WireError("a named tuple's items do not match its fields")
         result = cls._make(items)
@@ -166,17 +175,17 @@ def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
             result._wire_origin = resolve_handle(int(value["origin"]))
         return result
     if "__iterator__" in value:
-        return iter([decode(v, resolve_handle) for v in _list(value["__iterator__"])])
+        return iter([again(v) for v in _list(value["__iterator__"])])
     if "__set__" in value:
-        items = [decode(v, resolve_handle) for v in _list(value["__set__"])]
+        items = [again(v) for v in _list(value["__set__"])]
         try:
             return frozenset(items) if value.get("frozen") else set(items)
         except TypeError as err:
             raise WireError(f"a set of unhashable items ({err})") from None
     if "__dict__" in value:
-        return {str(k): decode(v, resolve_handle) for k, v in value["__dict__"].items()}
+        return {str(k): again(v) for k, v in value["__dict__"].items()}
     if "__items__" in value:
-        pairs = [(decode(k, resolve_handle), decode(v, resolve_handle)) for k, v in map(_pair, _list(value["__items__"]))]
+        pairs = [(again(k), again(v)) for k, v in map(_pair, _list(value["__items__"]))]
         try:
             return dict(pairs)
         except TypeError as err:
@@ -184,6 +193,30 @@ def decode(value: Any, resolve_handle: Callable[[int], Any]) -> Any:
     if "__handle__" in value:
         return resolve_handle(int(value["__handle__"]))
     raise WireError(f"unknown value kind {sorted(value)[:3]}")
+
+
+def _made(array: Any, made: list | None) -> Any:
+    if made is not None:
+        made.append(array)
+    return array
+
+
+def snapshot(arrays: list) -> list:
+    """Copies of ``arrays`` (tensors, NumPy arrays), to tell later which were changed in place."""
+    return [a.detach().clone() if hasattr(a, "detach") else np.array(a, copy=True) for a in arrays]
+
+
+def changed_in_place(arrays: list, before: list) -> list[int]:
+    """The indices of ``arrays`` whose shape, dtype or any entry differ from ``before``."""
+    changed = []
+    for i, (now, then) in enumerate(zip(arrays, before)):
+        if hasattr(now, "detach"):
+            same = now.shape == then.shape and now.dtype == then.dtype and bool((now.detach() == then).all())
+        else:
+            same = now.shape == then.shape and now.dtype == then.dtype and bool(np.all(now == then))
+        if not same:
+            changed.append(i)
+    return changed
 
 
 def dumps(message: dict) -> bytes:

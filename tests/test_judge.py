@@ -260,3 +260,29 @@ def test_the_names_taken_from_the_student_come_from_the_source_notebook():
     clash = judge_cells(nbt.small_notebook([("setup", "setup", "import numpy as np"), ("solution", "np", "np = 1")]))
     with pytest.raises(ValueError, match="np"):
         student_names(clash)
+
+
+CHANGES_ITS_ARGUMENT = '''
+import numpy as np
+
+def shift_in_place(tgt, scores):
+    decoder_input = tgt[..., :-1].clone()
+    tgt[..., :-1] = tgt[..., 1:].clone()  # a mistake: the caller's tensor changes
+    scores *= 0
+    return decoder_input, tgt[..., :-1]
+'''
+
+SEES_ITS_ARGUMENT = '''
+import numpy as np
+tgt, scores = torch.tensor([[1, 5, 6, 2]]), np.ones(3)
+shift_in_place(tgt, scores)
+checks.check_equal(tgt.tolist(), [[1, 5, 6, 2]], name="the target after the call (left unchanged)")
+'''
+
+
+@pytest.mark.slow
+def test_an_argument_changed_in_place_changes_the_tests_object_too():
+    # issue 10: a teacher_forcing_pair that shifts its argument in place passed in the grader
+    cells = [SETUP, ("solution", "shift_in_place", CHANGES_ITS_ARGUMENT), ("test", "test_unchanged", SEES_ITS_ARGUMENT),
+             ("test", "test_numpy", "shift_in_place(torch.tensor([[1, 2]]), scores)\nassert scores.tolist() == [0, 0, 0]")]
+    _same_verdicts(cells, {"test_unchanged": False, "test_numpy": True})
