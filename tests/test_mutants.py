@@ -17,10 +17,11 @@ the judge: autograder.judge), and:
 
 Exceptions to that agreement, each for a stated reason:
 
-* ``WRONG_IN_KERNEL``: mistakes whose only effect is on the student's own process (an
-  argument changed in place, the global random generator reseeded). The tests run in the
-  judge on the judge's own objects, so these pass there; they must fail in one kernel,
-  where the learner runs the notebook.
+* ``WRONG_IN_KERNEL``: mistakes whose only effect is on state the judge does not share
+  with the student's process, such as the global random generator reseeded (the tests
+  draw from the judge's). These pass through the judge; they must fail in one kernel,
+  where the learner runs the notebook. (An array or tensor argument changed in place is
+  no longer one: the change comes back into the test's object.)
 * Correct rounds of the chapters that train (3, 6, 7) are compared in the kernel up to the
   training cell (``nbt.is_training_cell``): training each round twice would double the
   costliest part of ``make test``. The tests after it are proven to agree on the solution,
