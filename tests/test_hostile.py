@@ -401,7 +401,7 @@ def batch(tmp_path_factory):
         [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out), "--workers", "2",
          "--cell-timeout", "20", "--notebook-timeout", "90", "--memory-mb", "2048",
          "--processes", "64", "--disk-mb", "64"],
-        cwd=nbt.ROOT, capture_output=True, text=True, timeout=1500,
+        cwd=nbt.ROOT, capture_output=True, text=True, timeout=3600,
     )
     seconds = time.monotonic() - started
     stop.set()
