@@ -42,6 +42,7 @@ _BUILTIN_EXCEPTIONS = {
     if isinstance(cls, type) and issubclass(cls, Exception)
 }
 _REBUILT: dict[tuple[str, type], type] = {}
+MAX_REBUILT_CLASSES = 1000  # each is a class that stays: a bound on what a submission can make here
 
 
 class StudentProcessGone(RuntimeError):
@@ -72,7 +73,7 @@ def rebuilt_class(name: str, mro: list, root: type) -> type:
         return base
     key = (name, base)
     if key not in _REBUILT:
-        if len(_REBUILT) >= wire.MAX_NAMEDTUPLE_TYPES:
+        if len(_REBUILT) >= MAX_REBUILT_CLASSES:
             return base
         _REBUILT[key] = type(name, (base,), {"__module__": "submission"})
     return _REBUILT[key]
@@ -289,16 +290,16 @@ def _copy_back(sent: list, mutated, remote) -> None:
     """Write into the test's arrays and tensors ``sent`` what the student's code did to its
     copies of them in place (``mutated``: ``[index, value]`` pairs), as one kernel would
     show it. Only a change of the values crosses; one of shape or dtype is left out."""
-    import torch
-
+    torch = sys.modules.get("torch")  # no tensor was sent unless the tests imported it
     for item in mutated if isinstance(mutated, list) else []:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(sent)):
             raise StudentProcessGone("the student's process broke the protocol (a changed argument)")
         target, value = sent[item[0]], wire.decode(item[1], remote)
-        if type(value) is not type(target) and not isinstance(value, type(target)) or \
-                value.shape != target.shape or value.dtype != target.dtype:
+        tensors = torch is not None and isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor)
+        arrays = isinstance(target, np.ndarray) and isinstance(value, np.ndarray)
+        if not (tensors or arrays) or value.shape != target.shape or value.dtype != target.dtype:
             continue
-        if isinstance(target, torch.Tensor):
+        if tensors:
             with torch.no_grad():
                 target.copy_(value.to(target.device))
         elif target.flags.writeable:
@@ -391,7 +392,8 @@ class Judge:
                 error = self._in_student(cell["source"], allowed)
                 if cell["kind"] == "other" and KERNEL_ONLY_TAG not in cell.get("tags", []):
                     # a course cell runs here too, with the course's names; what it binds stays the course's
-                    error = self._here(source, cell["grade_id"]) if error is None else error
+                    here = self._here(source, cell["grade_id"])
+                    error = error or here
                 results.append(CellResult(cell["index"], cell["grade_id"], cell["kind"], error))
         finally:
             self.link.stop("grading finished")
