@@ -104,17 +104,12 @@ def student_names(cells: list[dict]) -> list[str]:
     ``ValueError`` when a solution cell's ``grade_id`` is a protected name: the tests
     could not tell the student's from the course's.
     """
-    protected = set(dir(builtins))  # never the student's, whichever cell binds them
+    protected = set(dir(builtins)) | course_names(cells)  # never the student's, whichever cell binds them
     produced: set[str] = set()
     solutions = [c["grade_id"] for c in cells if c["kind"] == "solution"]
     for cell in cells:
-        kernel_only = KERNEL_ONLY_TAG in cell.get("tags", [])
-        if cell["kind"] == "other" and kernel_only:
+        if cell["kind"] == "other" and KERNEL_ONLY_TAG in cell.get("tags", []):
             produced |= _bound_names(cell["source"], imports=False)
-        elif cell["kind"] == "other":  # setup and demonstrations: the course's names
-            protected |= _bound_names(cell["source"], imports=True)
-        elif cell["kind"] == "test":  # what the tests import (their own variables may be rebound, as in a kernel)
-            protected |= _bound_names(cell["source"], imports=True) - _bound_names(cell["source"], imports=False)
     clash = sorted(n for n in solutions if n in protected)
     if clash:
         raise ValueError(f"solution cells named like a builtin or a name the course's cells define: {clash}")
@@ -122,6 +117,19 @@ def student_names(cells: list[dict]) -> list[str]:
 
 
 _OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def course_names(cells: list[dict]) -> set[str]:
+    """The names the course's cells run in the judge bind (setup, demonstrations: ``checks``,
+    ``np``, ``torch``, ``task``...) and those the test cells import; a test's own variables
+    are not among them (they may be rebound by the student's process, as in one kernel)."""
+    names: set[str] = set()
+    for cell in cells:
+        if cell["kind"] == "other" and KERNEL_ONLY_TAG not in cell.get("tags", []):
+            names |= _bound_names(cell["source"], imports=True)
+        elif cell["kind"] == "test":
+            names |= _bound_names(cell["source"], imports=True) - _bound_names(cell["source"], imports=False)
+    return names
 
 
 def _bound_names(source: str, imports: bool) -> set[str]:

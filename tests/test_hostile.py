@@ -31,6 +31,7 @@ import nbformat
 import pytest
 
 from autograder import course
+from autograder.assemble import course_names, judge_cells
 
 import notebook_tools as nbt
 
@@ -178,7 +179,7 @@ class Wrong:
 
     assignment: str
     notebook: nbformat.NotebookNode  # the learner notebook with the wrong answers in place
-    course_names: list[str]  # the names the course's setup cells bind (checks, np, torch, ...)
+    course_names: list[str]  # the names the course's cells bind (checks, np, torch, task, ...)
     solutions: list[str]  # the grade_ids of the solution cells, in order
 
 
@@ -210,14 +211,7 @@ def wrong(assignment: str) -> Wrong:
             cell.source = answers[grade_id]
     setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(ANYTHING))  # an added cell of the student's
-    names = sorted({(a.asname or a.name).split(".")[0] for c in source.cells
-                    if c.cell_type == "code" and not nbt.nbgrader_meta(c).get("grade")
-                    and not nbt.is_solution_cell(c) and "kernel-only" not in c.metadata.get("tags", [])
-                    for n in ast.walk(ast.parse(c.source)) if isinstance(n, (ast.Import, ast.ImportFrom))
-                    for a in n.names}
-                   | {t.id for c in source.cells if nbt.nbgrader_meta(c).get("grade_id") == "setup"
-                      for n in ast.parse(c.source).body if isinstance(n, ast.Assign)
-                      for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)})
+    names = sorted(course_names(judge_cells(source)))
     return Wrong(assignment, nb, names, list(solutions))
 
 
@@ -246,7 +240,8 @@ def _fakes(names) -> str:
 
 
 def _del_then_rebind(w: Wrong) -> nbformat.NotebookNode:
-    nb = _in_solution(w, 0, f"del {', '.join(w.course_names)}")
+    # each on its own: a name of a demonstration further down is not bound yet
+    nb = _in_solution(w, 0, "\n".join(f"try:\n    del {n}\nexcept NameError:\n    pass" for n in w.course_names))
     w2 = Wrong(w.assignment, nb, w.course_names, w.solutions)
     return _in_solution(w2, 1, _fakes(w.course_names))
 
