@@ -10,11 +10,15 @@ graded as the unanswered stub.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import copy
 
 import nbformat
 
 from autograder.course import CODE_STUB
+
+KERNEL_ONLY_TAG = "kernel-only"
 
 
 def _meta(cell) -> dict:
@@ -77,10 +81,104 @@ def judge_cells(notebook: nbformat.NotebookNode) -> list[dict]:
         if cell.cell_type != "code":
             continue
         grade_id = _meta(cell).get("grade_id") or f"cell-{index}"
-        kind = kind_of(cell) if _meta(cell) else "solution"  # an added cell is the student's code
+        kind = kind_of(cell) if _meta(cell) else "added"  # a cell the student added: their code
         cells.append({"index": index, "grade_id": grade_id, "kind": kind, "source": cell.source,
                       "tags": list(cell.metadata.get("tags", []))})
     return cells
+
+
+def student_names(cells: list[dict]) -> list[str]:
+    """The names the judge may take from the student's process, derived from the course's
+    cells of :func:`judge_cells` alone (never from what the student wrote):
+
+    * every solution cell's ``grade_id`` (the function, class or ``answer_*`` variable it
+      defines);
+    * the top-level names that the course's ``kernel-only`` cells assign (``=``, ``def``,
+      ``class``, ``for``, ``with ... as``; imports are not products of the cell): these
+      cells run only in the student's process, so what they make is the student's;
+
+    never a builtin, a name that a course cell run in the judge (setup, demonstrations)
+    binds, nor a name a test cell imports (a test's own variables, such as ``model``,
+    live in the judge until the student's process rebinds the name, as in one kernel).
+    A maintainer who adds an exercise or a training cell does nothing extra. Raises
+    ``ValueError`` when a solution cell's ``grade_id`` is a protected name: the tests
+    could not tell the student's from the course's.
+    """
+    protected = set(dir(builtins)) | course_names(cells)  # never the student's, whichever cell binds them
+    produced: set[str] = set()
+    solutions = [c["grade_id"] for c in cells if c["kind"] == "solution"]
+    for cell in cells:
+        if cell["kind"] == "other" and KERNEL_ONLY_TAG in cell.get("tags", []):
+            produced |= _bound_names(cell["source"], imports=False)
+    clash = sorted(n for n in solutions if n in protected)
+    if clash:
+        raise ValueError(f"solution cells named like a builtin or a name the course's cells define: {clash}")
+    return sorted((set(solutions) | {n for n in produced if not n.startswith("_")}) - protected)
+
+
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def course_names(cells: list[dict]) -> set[str]:
+    """The names the course's cells run in the judge bind (setup, demonstrations: ``checks``,
+    ``np``, ``torch``, ``task``...) and those the test cells import; a test's own variables
+    are not among them (they may be rebound by the student's process, as in one kernel)."""
+    names: set[str] = set()
+    for cell in cells:
+        if cell["kind"] == "other" and KERNEL_ONLY_TAG not in cell.get("tags", []):
+            names |= _bound_names(cell["source"], imports=True)
+        elif cell["kind"] == "test":
+            names |= _bound_names(cell["source"], imports=True) - _bound_names(cell["source"], imports=False)
+    return names
+
+
+def _bound_names(source: str, imports: bool) -> set[str]:
+    """Names that the top level of ``source`` binds (not inside functions or classes);
+    the names it imports too when ``imports``. IPython magics are left out."""
+    lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()  # the cell fails in both places; it binds nothing
+    names: set[str] = set()
+
+    def targets(node) -> None:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif not isinstance(node, _OWN_SCOPES):  # a comprehension's or lambda's names are its own
+            for child in ast.iter_child_nodes(node):
+                targets(child)
+
+    def visit(statements) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+                continue  # its body binds names of its own scope
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if imports:
+                    names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for target in getattr(node, "targets", None) or [node.target]:
+                    targets(target)
+                if node.value is not None:
+                    targets(node.value)  # a walrus in the value
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                targets(node.target)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        targets(item.optional_vars)
+            elif isinstance(node, ast.Expr):
+                targets(node.value)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                visit(getattr(node, field, None) or [])
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                names.add(node.name)
+            if isinstance(node, ast.If):
+                targets(node.test)
+
+    visit(tree.body)
+    return names
 
 
 def with_results(notebook: nbformat.NotebookNode, errors: dict[int, dict]) -> nbformat.NotebookNode:

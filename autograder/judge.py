@@ -1,20 +1,23 @@
 """The grader's side of one submission: decides every test, out of the student's reach.
 
 The submission's code runs in a sandboxed process (:mod:`autograder.runner`). The test
-cells run here, in the judge, where each name the student's cells defined is a *remote*
-stand-in: calling it, or a method of what it returned, runs the student's code over there
-and brings the result back as plain data (arrays, tensors, numbers: never pickles). The
-expected values, the comparisons and the verdicts never exist in the student's process,
-so nothing the student's code does there (replacing ``np.allclose``, the checks, the
-exception display, ``builtins``) can change them.
+cells run here, in the judge, where each name the tests expect from the student (see
+:func:`autograder.assemble.student_names`) is a *remote* stand-in or a value: calling it,
+or a method of what it returned, runs the student's code over there and brings the result
+back as plain data (arrays, tensors, numbers: never pickles). The expected values, the
+comparisons and the verdicts never exist in the student's process, so nothing the
+student's code does there (replacing ``np.allclose``, the checks, the exception display,
+``builtins``, a course name) can change them. The README's "How a submission is graded,
+and why it is safe" lists everything that crosses and why it is safe.
 
 Cells that are neither solutions nor tests (instructions, imports, data) run on both
 sides; cells tagged ``kernel-only`` (training loops, say) run only in the student's
-process and the names they define become remote stand-ins too.
+process and the names they assign are taken from there.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import os
@@ -29,36 +32,61 @@ import numpy as np
 
 from autograder import sandbox, wire
 from autograder.chapter_package import package_view
+from autograder.assemble import KERNEL_ONLY_TAG, student_names
 from autograder.limits import Limits
 
-KERNEL_ONLY_TAG = "kernel-only"
-
-_EXCEPTIONS = {
+# builtin classes a remote exception or warning may be rebuilt on: every builtin exception
+# but those that stop the interpreter (a student's SystemExit is just a failure here)
+_BUILTIN_EXCEPTIONS = {
     cls.__name__: cls
-    for cls in (
-        ValueError, TypeError, KeyError, IndexError, AttributeError, RuntimeError, NameError,
-        NotImplementedError, AssertionError, ZeroDivisionError, OverflowError, FloatingPointError,
-        ArithmeticError, LookupError, MemoryError, RecursionError, StopIteration, ImportError,
-        ModuleNotFoundError, UnboundLocalError,
-    )
+    for cls in vars(builtins).values()
+    if isinstance(cls, type) and issubclass(cls, Exception)
 }
-_WARNINGS = {
-    cls.__name__: cls
-    for cls in (RuntimeWarning, UserWarning, DeprecationWarning, FutureWarning, SyntaxWarning)
-}
+_REBUILT: dict[tuple[str, type], type] = {}
+MAX_REBUILT_CLASSES = 1000  # each is a class that stays: a bound on what a submission can make here
 
 
 class StudentProcessGone(RuntimeError):
     """The student's process ended, was stopped, or broke the protocol."""
 
 
+def rebuilt_class(name: str, mro: list, root: type) -> type:
+    """The class that stands here for a student's exception or warning class ``name``
+    whose MRO is ``mro`` (as :func:`autograder.runner.mro` reports it).
+
+    It is the nearest *builtin* class of the MRO that is a subclass of ``root``
+    (``Exception`` or ``Warning``) when ``name`` is that class itself, else a subclass of it
+    named ``name``: a student's ``class TargetTooShortError(ValueError)`` arrives as a
+    ``ValueError`` subclass, so ``except ValueError`` and ``check_raises(ValueError, ...)``
+    treat it as they would in one kernel; a student class merely *named* ``ValueError``
+    (its MRO does not hold ``builtins.ValueError``) arrives as what it derives from. Only
+    builtins are trusted: a class of any other module is rebuilt on its builtin base.
+    """
+    name = name if isinstance(name, str) and name.isidentifier() else root.__name__
+    base, own = root, False
+    for index, qualified in enumerate(mro if isinstance(mro, list) else []):
+        module, _, cls_name = str(qualified).rpartition(".")
+        candidate = _BUILTIN_EXCEPTIONS.get(cls_name) if module == "builtins" else None
+        if candidate is not None and issubclass(candidate, root):
+            base, own = candidate, index == 0
+            break
+    if own and base.__name__ == name:
+        return base
+    key = (name, base)
+    if key not in _REBUILT:
+        if len(_REBUILT) >= MAX_REBUILT_CLASSES:
+            return base
+        _REBUILT[key] = type(name, (base,), {"__module__": "submission"})
+    return _REBUILT[key]
+
+
 def _remote_error(error: dict) -> BaseException:
-    name = str(error.get("type", "Exception"))
+    cls = rebuilt_class(error.get("type"), error.get("mro", []), Exception)
     message = str(error.get("message", ""))
-    cls = _EXCEPTIONS.get(name)
-    if cls is None:
-        return RuntimeError(f"{name}: {message}")
-    return cls(message)
+    try:
+        return cls(message)
+    except Exception:  # noqa: BLE001 - a builtin whose constructor wants more (UnicodeError's kin)
+        return RuntimeError(f"{error.get('type')}: {message}")
 
 
 class _Capped(threading.Thread):
@@ -117,7 +145,7 @@ class Link:
         limit = min(timeout or self.limits.cell_timeout_s, self.deadline - time.monotonic())
         reply = self._read_line(time.monotonic() + max(limit, 0.0))
         for w in reply.get("warnings", []) if op != "exec" else []:
-            warnings.warn(str(w.get("message")), _WARNINGS.get(str(w.get("category")), UserWarning))
+            warnings.warn(str(w.get("message")), rebuilt_class(w.get("category"), w.get("mro", []), Warning))
         return reply
 
     def _write_all(self, data: bytes) -> None:
@@ -211,13 +239,16 @@ class Remote:
         object.__setattr__(self, "_handle", handle)
         object.__setattr__(self, "_label", label)
 
-    def _ask(self, op: str, **fields):
+    def _ask(self, op: str, sent: list | None = None, **fields):
         link = object.__getattribute__(self, "_link")
         reply = link.request(op, handle=object.__getattribute__(self, "_handle"), **fields)
+        label = object.__getattribute__(self, "_label")
+        remote = lambda key: Remote(link, key, f"{label}(…)")  # noqa: E731
+        if sent is not None:
+            _copy_back(sent, reply.get("mutated", []), remote)
         if not reply.get("ok"):
             raise _remote_error(reply.get("error", {}))
-        label = object.__getattribute__(self, "_label")
-        return wire.decode(reply.get("value"), lambda key: Remote(link, key, f"{label}(…)"))
+        return wire.decode(reply.get("value"), remote)
 
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):
@@ -228,7 +259,8 @@ class Remote:
         self._ask("setattr", name=name, value=_encode(value))
 
     def __call__(self, *args, **kwargs):
-        return self._ask("call", args=_encode(list(args)), kwargs=_encode(dict(kwargs)))
+        sent: list = []  # the arrays and tensors passed, which the call may change in place
+        return self._ask("call", sent, args=_encode(list(args), sent), kwargs=_encode(dict(kwargs), sent))
 
     def __getitem__(self, key):
         return self._ask("getitem", key=_encode(key))
@@ -237,7 +269,7 @@ class Remote:
         return self._ask("len")
 
     def __bool__(self) -> bool:
-        return True
+        return bool(self._ask("bool"))
 
     def __iter__(self):
         return iter(self._ask("iter"))
@@ -246,13 +278,33 @@ class Remote:
         return f"<remote {object.__getattribute__(self, '_label')}>"
 
 
-def _encode(value):
+def _encode(value, sent: list | None = None):
     def handle(obj) -> int:
         if type(obj) is Remote:
             return object.__getattribute__(obj, "_handle")
         raise TypeError(f"a {type(obj).__name__} cannot be passed to the submission's code")
 
-    return wire.encode(value, handle)
+    return wire.encode(value, handle, made=sent)
+
+
+def _copy_back(sent: list, mutated, remote) -> None:
+    """Write into the test's arrays and tensors ``sent`` what the student's code did to its
+    copies of them in place (``mutated``: ``[index, value]`` pairs), as one kernel would
+    show it. Only a change of the values crosses; one of shape or dtype is left out."""
+    torch = sys.modules.get("torch")  # no tensor was sent unless the tests imported it
+    for item in mutated if isinstance(mutated, list) else []:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(sent)):
+            raise StudentProcessGone("the student's process broke the protocol (a changed argument)")
+        target, value = sent[item[0]], wire.decode(item[1], remote)
+        tensors = torch is not None and isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor)
+        arrays = isinstance(target, np.ndarray) and isinstance(value, np.ndarray)
+        if not (tensors or arrays) or value.shape != target.shape or value.dtype != target.dtype:
+            continue
+        if tensors:
+            with torch.no_grad():
+                target.copy_(value.to(target.device))
+        elif target.flags.writeable:
+            target[...] = value
 
 
 @dataclasses.dataclass
@@ -273,11 +325,10 @@ class Judge:
         self.link = Link(limits, assignment)
         self.namespace: dict = {"__name__": "__main__"}
 
-    def _bind(self, names: list[str]) -> None:
-        """Make the student's globals ``names`` visible here: data by value, objects as remotes."""
+    def _take(self, names: list[str]) -> None:
+        """Make the student's globals ``names`` (all of them allowed) visible here: data by
+        value, objects as remotes; a name the student unbound is unbound here too."""
         for name in names:
-            if name.startswith("_"):
-                continue
             try:
                 reply = self.link.request("global", name=name)
             except StudentProcessGone:
@@ -286,14 +337,20 @@ class Judge:
                 self.namespace[name] = wire.decode(
                     reply.get("value"), lambda key, name=name: Remote(self.link, key, name)
                 )
+            else:
+                self.namespace.pop(name, None)
 
-    def _in_student(self, source: str) -> tuple[list[str], dict | None]:
+    def _changed(self, reply: dict, allowed: set[str]) -> list[str]:
+        # the student's process reports which names changed; only allowed ones are asked for
+        return [str(n) for n in reply.get("changed", []) if str(n) in allowed]
+
+    def _in_student(self, source: str, allowed: set[str]) -> dict | None:
         try:
             reply = self.link.request("exec", source=source)
         except StudentProcessGone as gone:
-            return [], {"type": "StudentProcessGone", "message": str(gone)}
-        error = None if reply.get("ok") else reply.get("error", {})
-        return [str(n) for n in reply.get("defined", [])], error
+            return {"type": "StudentProcessGone", "message": str(gone)}
+        self._take(self._changed(reply, allowed))
+        return None if reply.get("ok") else reply.get("error", {})
 
     def _here(self, source: str, label: str) -> dict | None:
         with _mirrored_seeds(self.link), warnings.catch_warnings():
@@ -310,26 +367,36 @@ class Judge:
         return None
 
     def run(self, cells: list[dict], stop_at_first_failure: bool = False) -> list[CellResult]:
-        """``cells``: dicts with ``index``, ``grade_id``, ``kind`` (solution/test/other), ``source``, ``tags``.
+        """``cells``: dicts with ``index``, ``grade_id``, ``kind`` (solution/test/other/added),
+        ``source``, ``tags`` (see :func:`autograder.assemble.judge_cells`).
+
+        The judge takes from the student's process only the names of
+        :func:`autograder.assemble.student_names`, each time the student's process binds one
+        anew (after a solution, added or course cell runs there, or a test called into it),
+        so that a later redefinition acts as it would in one kernel.
 
         ``stop_at_first_failure`` serves the course's own test of its tests (a wrong
         implementation needs to fail one test, not all), never grading."""
+        allowed = set(student_names(cells))
         results = []
         try:
+            with contextlib.suppress(StudentProcessGone):  # then every cell reports it
+                self.link.request("watch", names=sorted(allowed))
             for cell in cells:
                 source = _python_only(cell["source"])
                 if cell["kind"] == "test":
                     error = self._here(source, cell["grade_id"])
+                    with contextlib.suppress(StudentProcessGone):  # a test's calls may rebind names there
+                        self._take(self._changed(self.link.request("changes"), allowed))
                     results.append(CellResult(cell["index"], cell["grade_id"], "test", error))
                     if error is not None and stop_at_first_failure:
                         break
                     continue
-                defined, error = self._in_student(cell["source"])
-                if cell["kind"] == "solution" or KERNEL_ONLY_TAG in cell.get("tags", []):
-                    self._bind(defined)
-                elif self._here(source, cell["grade_id"]) is not None:
-                    # it needs what only the student's side has: take its results from there
-                    self._bind([n for n in defined if n not in self.namespace])
+                error = self._in_student(cell["source"], allowed)
+                if cell["kind"] == "other" and KERNEL_ONLY_TAG not in cell.get("tags", []):
+                    # a course cell runs here too, with the course's names; what it binds stays the course's
+                    here = self._here(source, cell["grade_id"])
+                    error = error or here
                 results.append(CellResult(cell["index"], cell["grade_id"], cell["kind"], error))
         finally:
             self.link.stop("grading finished")

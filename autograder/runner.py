@@ -14,13 +14,12 @@ import os
 import random
 import sys
 import traceback
-import types
 import warnings
 
 from autograder import wire
 
-# at most this many items are taken from an iterator a method returned
-MAX_ITEMS = 100_000
+
+_UNBOUND = object()
 
 
 class Runner:
@@ -28,6 +27,18 @@ class Runner:
         self.objects: dict[int, object] = {}
         self.namespace: dict[str, object] = {"__name__": "__main__"}
         self.shell = None
+        # the names the judge takes from here, and what each was bound to when last reported
+        self.watched: dict[str, object] = {}
+
+    def changes(self) -> list[str]:
+        """The watched names bound to another object (or unbound) since the last report."""
+        changed = []
+        for name, seen in self.watched.items():
+            now = self.namespace.get(name, _UNBOUND)
+            if now is not seen:
+                changed.append(name)
+                self.watched[name] = now
+        return changed
 
     # ----- handles
     def handle(self, obj: object) -> int:
@@ -42,30 +53,33 @@ class Runner:
             raise wire.WireError(f"unknown handle {key}") from None
 
     def out(self, value: object) -> object:
-        if isinstance(value, (types.GeneratorType, map, filter, zip, enumerate)) or (
-            hasattr(value, "__next__") and hasattr(value, "__iter__")
-        ):
-            items = []
-            for item in value:
-                items.append(item)
-                if len(items) >= MAX_ITEMS:
-                    break
-            value = items
-        return wire.encode(value, self.handle)
+        return wire.encode(value, self.handle, origins=True)
 
     # ----- cells
     def execute(self, source: str) -> dict:
-        before = set(self.namespace)
         if self.shell is None:
             from IPython.core.interactiveshell import InteractiveShell
 
             self.shell = InteractiveShell.instance(user_ns=self.namespace)
         result = self.shell.run_cell(source, store_history=False, silent=True)
-        defined = sorted(set(self.namespace) - before - {"_", "__", "___"})
         error = result.error_before_exec or result.error_in_exec
         if error is not None:
-            return {"ok": False, "error": _describe(error), "defined": defined}
-        return {"ok": True, "defined": defined}
+            return {"ok": False, "error": _describe(error), "changed": self.changes()}
+        return {"ok": True, "changed": self.changes()}
+
+    def call(self, target, request: dict) -> dict:
+        """Call ``target``; the arrays and tensors among the arguments that the call changed in
+        place go back with the reply, so that the test's own objects change as in one kernel."""
+        made: list = []
+        args = wire.decode(request.get("args", []), self.resolve, made)
+        kwargs = wire.decode(request.get("kwargs", {"__dict__": {}}), self.resolve, made)
+        before = wire.snapshot(made)
+        try:
+            reply = {"ok": True, "value": self.out(target(*args, **kwargs))}
+        except Exception as error:  # noqa: BLE001 - goes back as data, with what it changed
+            reply = {"ok": False, "error": _describe(error)}
+        reply["mutated"] = [[i, self.out(made[i])] for i in wire.changed_in_place(made, before)]
+        return reply
 
     # ----- requests
     def serve(self, request: dict) -> dict:
@@ -81,6 +95,11 @@ class Runner:
             if "torch" in sys.modules:
                 sys.modules["torch"].manual_seed(seed)
             return {"ok": True, "value": None}
+        if op == "watch":
+            self.watched = {str(name): _UNBOUND for name in request.get("names", [])}
+            return {"ok": True, "value": None}
+        if op == "changes":
+            return {"ok": True, "changed": self.changes()}
         if op == "free":
             for key in request.get("handles", []):
                 self.objects.pop(int(key), None)
@@ -98,25 +117,40 @@ class Runner:
             setattr(target, str(request["name"]), decode(request["value"]))
             return {"ok": True, "value": None}
         if op == "call":
-            args = decode(request.get("args", []))
-            kwargs = decode(request.get("kwargs", {"__dict__": {}}))
-            return {"ok": True, "value": self.out(target(*args, **kwargs))}
+            return self.call(target, request)
         if op == "getitem":
             return {"ok": True, "value": self.out(target[decode(request["key"])])}
         if op == "len":
             return {"ok": True, "value": len(target)}
+        if op == "bool":
+            return {"ok": True, "value": bool(target)}
         if op == "iter":
             return {"ok": True, "value": self.out(iter(target))}
         if op == "repr":
             return {"ok": True, "value": repr(target)[:2000]}
         if op == "type":
-            return {"ok": True, "value": [f"{c.__module__}.{c.__qualname__}" for c in type(target).__mro__]}
+            return {"ok": True, "value": mro(type(target))}
         raise wire.WireError(f"unknown request {op!r}")
+
+
+def mro(cls: type) -> list[str]:
+    """``module.qualname`` of each class of ``cls``'s MRO. A class that is not what its module
+    holds under that name (a student's ``class ValueError(Exception)``, or one that set its
+    ``__module__`` to ``"builtins"``) is reported as the submission's own: ``submission.name``."""
+    names = []
+    for c in cls.__mro__:
+        module, qualname = getattr(c, "__module__", None), getattr(c, "__qualname__", c.__name__)
+        found = sys.modules.get(module) if isinstance(module, str) else None
+        for part in str(qualname).split("."):
+            found = getattr(found, part, None)
+        names.append(f"{module}.{qualname}" if found is c else f"submission.{qualname}")
+    return names
 
 
 def _describe(error: BaseException) -> dict:
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return {"type": type(error).__name__, "message": str(error)[:4000], "traceback": text[-8000:]}
+    return {"type": type(error).__name__, "mro": mro(type(error)), "message": str(error)[:4000],
+            "traceback": text[-8000:]}
 
 
 def main() -> None:
@@ -131,7 +165,8 @@ def main() -> None:
             except BaseException as error:  # noqa: BLE001 - every failure goes back as data
                 reply = {"ok": False, "error": _describe(error)}
         reply["warnings"] = [
-            {"category": w.category.__name__, "message": str(w.message)[:500]} for w in caught[:20]
+            {"category": w.category.__name__, "mro": mro(w.category), "message": str(w.message)[:500]}
+            for w in caught[:20]
         ]
         try:
             message = wire.dumps(reply)

@@ -6,9 +6,15 @@ and ``solution`` false) passes when executing it raises nothing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import os
 import shutil
+import signal
+import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -60,6 +66,25 @@ def is_solution_cell(cell) -> bool:
 
 def grade_ids(nb, predicate) -> list[str]:
     return [nbgrader_meta(c)["grade_id"] for c in nb.cells if predicate(c)]
+
+
+def small_notebook(cells: list[tuple[str, str, str]]) -> nbformat.NotebookNode:
+    """An assembled notebook made of ``(kind, name, source)`` cells: ``kind`` is ``setup``
+    (a course cell), ``kernel-only`` (a course cell tagged so), ``solution`` (``name`` is its
+    grade_id), ``test`` (1 point) or ``added`` (a cell the student added; no metadata)."""
+    nb = nbformat.v4.new_notebook()
+    for kind, name, source in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        if kind != "added":
+            meta = {"grade_id": name, "grade": kind == "test", "solution": kind == "solution",
+                    "locked": kind != "solution", "schema_version": 3}
+            if kind == "test":
+                meta["points"] = 1
+            cell.metadata["nbgrader"] = meta
+        if kind == "kernel-only":
+            cell.metadata["tags"] = ["kernel-only"]
+        nb.cells.append(cell)
+    return nb
 
 
 def with_cell_source(nb, grade_id: str, source: str):
@@ -114,16 +139,17 @@ def run(nb, cwd: Path, timeout: int = 600) -> Run:
     return Run(tests=tests, other_errors=others)
 
 
-def run_judged(nb, assignment: str, fail_fast: bool = False) -> Run:
+def run_judged(nb, assignment: str | None = None, fail_fast: bool = False) -> Run:
     """Grade ``nb``, a notebook of ``assignment``, the way the grader does: the student's cells
-    in the sandbox (with that chapter's package), the tests in the judge (see
-    autograder.judge). With ``fail_fast``, stop at the first failing test."""
+    in the sandbox (with that chapter's package; without ``assignment``, the first chapter's,
+    which holds no solution at all), the tests in the judge (see autograder.judge). With
+    ``fail_fast``, stop at the first failing test."""
     from autograder.assemble import judge_cells
     from autograder.judge import Judge
     from autograder.limits import Limits
 
     cells = judge_cells(nb)
-    judge = Judge(Limits(), assignment)
+    judge = Judge(Limits(), assignment or assignments()[0])
     results = judge.run(cells, stop_at_first_failure=fail_fast)
     tests = {r.grade_id: _message(r.error) for r in results if r.kind == "test"}
     others = {r.grade_id: _message(r.error) for r in results if r.kind != "test" and r.error}
@@ -147,3 +173,74 @@ def solved(learner: nbformat.NotebookNode, assignment: str) -> nbformat.Notebook
         if is_solution_cell(cell):
             cell.source = answers[nbgrader_meta(cell)["grade_id"]]
     return nb
+
+
+def run_in_process(nb, stop_after: str | None = None, stop_before=None, cell_timeout: int = 600) -> Run:
+    """Execute ``nb`` the way one plain kernel would (every cell, tests included, in one
+    namespace; no sandbox, no judge), in a fresh in-process IPython shell: far cheaper than
+    a kernel of its own. With ``stop_after``, stop once the test cell of that ``grade_id``
+    ran; with ``stop_before`` (a predicate on cells), stop before the first cell it holds
+    for. A cell running past ``cell_timeout`` seconds fails with ``TimeoutError``. The
+    process-wide state a notebook may change (random generators, default dtype, threads,
+    warning filters, the working folder) is put back afterwards."""
+    import numpy as np
+    import torch
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    def too_long(signum, frame):
+        raise TimeoutError(f"the cell ran past {cell_timeout} s")
+
+    previous_handler = signal.signal(signal.SIGALRM, too_long)
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell(config=config, user_ns={"__name__": "__main__"})
+    tests, others = {}, {}
+    saved = (torch.get_rng_state(), np.random.get_state(), torch.get_default_dtype(), torch.get_num_threads())
+    torch.set_num_threads(1)  # as the student's process runs (autograder.limits.Limits.threads)
+    try:
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), warnings.catch_warnings():
+            for i, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                if stop_before is not None and stop_before(cell):
+                    break
+                signal.alarm(cell_timeout)
+                try:
+                    result = shell.run_cell(cell.source, store_history=False, silent=True)
+                finally:
+                    signal.alarm(0)
+                error = result.error_before_exec or result.error_in_exec
+                message = None if error is None else f"{type(error).__name__}: {error}"
+                if is_test_cell(cell):
+                    tests[nbgrader_meta(cell)["grade_id"]] = message
+                    if nbgrader_meta(cell)["grade_id"] == stop_after:
+                        break
+                elif message is not None:
+                    others[nbgrader_meta(cell).get("grade_id", f"cell {i}")] = message
+    finally:
+        signal.signal(signal.SIGALRM, previous_handler)
+        shell.cleanup()
+        torch.set_rng_state(saved[0])
+        np.random.set_state(saved[1])
+        torch.set_default_dtype(saved[2])
+        torch.set_num_threads(saved[3])
+        if "matplotlib.pyplot" in sys.modules:  # figures the notebook drew
+            sys.modules["matplotlib.pyplot"].close("all")
+    return Run(tests=tests, other_errors=others)
+
+
+def verdicts(run: Run) -> dict[str, bool]:
+    """Each test cell's verdict (True: passed), in the order they ran."""
+    return {name: error is None for name, error in run.tests.items()}
+
+
+def is_training_cell(cell) -> bool:
+    """A ``kernel-only`` cell that does more than define functions and classes: a training
+    run (costly), as opposed to a helper such as chapter 3's ``build_model``."""
+    import ast
+
+    if "kernel-only" not in cell.metadata.get("tags", []):
+        return False
+    quiet = (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    return not all(isinstance(node, quiet) for node in ast.parse(cell.source).body)

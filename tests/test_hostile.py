@@ -5,22 +5,33 @@ the submission must get no more than it earned, the honest submissions in the sa
 must be graded normally, and the machine must be left as it was. The attacks are bounded
 so that a missing defence cannot harm the machine: a few GiB, not all of memory; a few
 hundred short-lived processes, not a fork bomb.
+
+Two families share the batch: attacks on the sandbox (chapter 1 only: they do not depend
+on the chapter), and attacks on what the judge takes from the student's process, on every
+assignment (``ATTACKS``, a list of builders per class), each on a submission whose every
+answer is wrong, so that any point it gets is inflation.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 import csv
 import json
+import time
 import socket
 import subprocess
 import sys
 import threading
 
+import dataclasses
+from typing import Callable
+
 import nbformat
 import pytest
 
 from autograder import course
+from autograder.assemble import course_names, judge_cells
 
 import notebook_tools as nbt
 
@@ -49,8 +60,9 @@ def _with_first_cell(nb, code: str):
     return nb
 
 
-def _max_points() -> int:
-    return sum(nbt.nbgrader_meta(c).get("points", 0) for c in _source().cells if nbt.is_test_cell(c))
+def _max_points(assignment: str = ASSIGNMENT) -> int:
+    source = nbt.read(nbt.source_notebook(assignment))
+    return sum(nbt.nbgrader_meta(c).get("points", 0) for c in source.cells if nbt.is_test_cell(c))
 
 
 TAMPER_CHECKS = """
@@ -119,6 +131,169 @@ try:
 except Exception as err:
     print("disk:", type(err).__name__)
 """
+
+
+# ----------------------------------------------------------------------------- the judge's names
+
+# An object that agrees with everything: were the judge to adopt it for a course name, a
+# builtin or a module, the tests that use that name would pass.
+ANYTHING = """
+class Anything:
+    def __getattr__(self, name):
+        return Anything()
+    def __call__(self, *args, **kwargs):
+        return Anything()
+    def __getitem__(self, key):
+        return Anything()
+    def __bool__(self):
+        return True
+    def __eq__(self, other):
+        return True
+    __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    __hash__ = object.__hash__
+    def __iter__(self):
+        return iter(())
+    def __len__(self):
+        return 1
+    def __float__(self):
+        return 1.0
+    def __index__(self):
+        return 1
+    __int__ = __index__
+"""
+
+# the builtins the tests call; a student's definition of any of them must change nothing
+BUILTINS = ("len", "isinstance", "abs", "all", "any", "float", "int", "max", "min", "sum", "sorted",
+            "round", "set", "list", "tuple", "range", "zip", "type", "str", "AssertionError")
+# those edited in the student's process's builtins (the rest would stop the process itself,
+# which proves nothing about the judge)
+EDITED_BUILTINS = ("AssertionError", "all", "any", "max", "min", "sum", "sorted", "round")
+
+
+@dataclasses.dataclass
+class Wrong:
+    """An assignment's submission with every answer wrong, for an attack to build on:
+    every function and method returns an ``Anything`` (in one kernel, a test whose check
+    were replaced would pass on it), every multiple-choice answer is a wrong letter, and
+    the exercises that a training cell uses raise at once (so training stops at once)."""
+
+    assignment: str
+    notebook: nbformat.NotebookNode  # the learner notebook with the wrong answers in place
+    course_names: list[str]  # the names the course's cells bind (checks, np, torch, task, ...)
+    solutions: list[str]  # the grade_ids of the solution cells, in order
+
+
+def _wrong_answer(grade_id: str, solution: str) -> str:
+    tree = ast.parse(solution)
+    if grade_id.startswith("answer_"):
+        right = next(n.value.value for n in tree.body if isinstance(n, ast.Assign))
+        return f"{grade_id} = {next(c for c in 'abcd' if c != right)!r}"
+    (definition,) = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    if isinstance(definition, ast.FunctionDef):
+        return f"def {grade_id}(*args, **kwargs):\n    return Anything()"
+    base = ast.unparse(definition.bases[0]) if definition.bases else "object"
+    return (f"class {grade_id}({base}):\n    def __init__(self, *args, **kwargs):\n        super().__init__()\n"
+            f"    def forward(self, *args, **kwargs):\n        return Anything()")
+
+
+def wrong(assignment: str) -> Wrong:
+    source = nbt.read(nbt.source_notebook(assignment))
+    learner = nbt.read(nbt.NOTEBOOKS / assignment / nbt.source_notebook(assignment).name)
+    kernel_only = [c.source for c in source.cells if "kernel-only" in c.metadata.get("tags", [])]
+    used = {n.id for src in kernel_only for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
+    solutions = {nbt.nbgrader_meta(c)["grade_id"]: c.source for c in source.cells if nbt.is_solution_cell(c)}
+    # the exercises a training cell uses keep the learner's stub: it raises at once
+    answers = {g: _wrong_answer(g, src) for g, src in solutions.items() if g not in used}
+    nb = copy.deepcopy(learner)
+    for cell in nb.cells:
+        grade_id = nbt.nbgrader_meta(cell).get("grade_id")
+        if grade_id in answers:
+            cell.source = answers[grade_id]
+    setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells.insert(setup + 1, nbformat.v4.new_code_cell(ANYTHING))  # an added cell of the student's
+    names = sorted(course_names(judge_cells(source)))
+    return Wrong(assignment, nb, names, list(solutions))
+
+
+def _in_solution(w: Wrong, index: int, code: str) -> nbformat.NotebookNode:
+    """``w``'s notebook with ``code`` put before the answer of its ``index``-th solution cell."""
+    nb = copy.deepcopy(w.notebook)
+    cell = next(c for c in nb.cells if nbt.nbgrader_meta(c).get("grade_id") == w.solutions[index])
+    cell.source = code + "\n" + cell.source
+    return nb
+
+
+def _added_after_each_solution(w: Wrong, code: str) -> nbformat.NotebookNode:
+    """``w``'s notebook with a cell of the student's holding ``code`` after every solution cell."""
+    nb = copy.deepcopy(w.notebook)
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if nbt.is_solution_cell(cell):
+            cells.append(nbformat.v4.new_code_cell(code))
+    nb.cells = cells
+    return nb
+
+
+def _fakes(names) -> str:
+    return "\n".join(f"{name} = Anything()" for name in names)
+
+
+def _del_then_rebind(w: Wrong) -> nbformat.NotebookNode:
+    # each on its own: a name of a demonstration further down is not bound yet
+    nb = _in_solution(w, 0, "\n".join(f"try:\n    del {n}\nexcept NameError:\n    pass" for n in w.course_names))
+    w2 = Wrong(w.assignment, nb, w.course_names, w.solutions)
+    return _in_solution(w2, 1, _fakes(w.course_names))
+
+
+# Attacks per class: name -> builder of the submission (every other answer wrong). The
+# attacks that delegate an exercise to the course package belong in a class of their own.
+ATTACKS: dict[str, dict[str, Callable[[Wrong], nbformat.NotebookNode]]] = {
+    "course_names": {
+        "del_then_rebind": _del_then_rebind,
+        "through_globals": lambda w: _in_solution(
+            w, 0, f"globals().update({{name: Anything() for name in {w.course_names!r}}})"),
+        "from_an_added_cell": lambda w: _added_after_each_solution(w, _fakes(w.course_names)),
+        "through_exec": lambda w: _in_solution(w, 0, f"exec({_fakes(w.course_names)!r})"),
+    },
+    "builtins": {
+        "shadowed": lambda w: _in_solution(
+            w, 0, "def len(x):\n    return 3\n" + _fakes(n for n in BUILTINS if n != "len")),
+        "edited": lambda w: _added_after_each_solution(
+            w, "import builtins\n" + "\n".join(
+                f"setattr(builtins, {n!r}, Anything())\n__builtins__.__dict__[{n!r}] = Anything()"
+                for n in EDITED_BUILTINS)),
+    },
+}
+
+
+def _trains(assignment: str) -> bool:
+    return any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(assignment)).cells if c.cell_type == "code")
+
+
+def _name_attacks() -> dict[str, nbformat.NotebookNode]:
+    """Every attack of ``ATTACKS`` on every assignment, and the controls: student id -> notebook.
+    The solution of a chapter that trains is no control here: its training needs more time
+    than this batch's limits give (which keep the infinite loop above cheap); tests/test_grading.py
+    grades it with the default limits."""
+    subs = {}
+    for assignment in nbt.assignments():
+        short = assignment.split("_")[0]
+        w = wrong(assignment)
+        if not _trains(assignment):
+            subs[f"{short}-control-solution"] = nbt.read(nbt.source_notebook(assignment))
+        subs[f"{short}-control-blank"] = nbt.read(nbt.NOTEBOOKS / assignment / nbt.source_notebook(assignment).name)
+        for family, builders in ATTACKS.items():
+            for label, build in builders.items():
+                subs[f"{short}-{family}-{label}"] = build(w)
+    return subs
+
+
+def _assignment_of(student: str) -> str:
+    return next(a for a in nbt.assignments() if a.startswith(student.split("-")[0] + "_"))
+
+
+# ----------------------------------------------------------------------------- the batch
 
 
 @pytest.fixture(scope="module")
@@ -201,6 +376,11 @@ def batch(tmp_path_factory):
         folder = subs / student / ASSIGNMENT
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / name)
+    for student, nb in _name_attacks().items():
+        assignment = _assignment_of(student)
+        folder = subs / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / nbt.source_notebook(assignment).name)
     # a module beside the notebook that would shadow what the tests import
     (subs / "shadow" / ASSIGNMENT).mkdir(parents=True)
     nbformat.write(solved, subs / "shadow" / ASSIGNMENT / name)
@@ -211,16 +391,20 @@ def batch(tmp_path_factory):
     (subs / "misnamed" / ASSIGNMENT).mkdir(parents=True)
     nbformat.write(solved, subs / "misnamed" / ASSIGNMENT / "Copy of notebook.ipynb")
 
+    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out), "--workers", "2",
          "--cell-timeout", "20", "--notebook-timeout", "90", "--memory-mb", "2048",
          "--processes", "64", "--disk-mb", "64"],
-        cwd=nbt.ROOT, capture_output=True, text=True, timeout=1500,
+        cwd=nbt.ROOT, capture_output=True, text=True, timeout=3600,
     )
+    seconds = time.monotonic() - started
     stop.set()
     listener.close()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    attacks = {family: len(builders) * len(nbt.assignments()) for family, builders in ATTACKS.items()}
+    print(f"\nhostile batch: {len(rows)} submissions in {seconds:.0f} s; attacks on the judge's names per class: {attacks}")
     return {"rows": rows, "out": out, "connections": connections, "stdout": done.stdout}
 
 
@@ -295,3 +479,20 @@ def test_no_secret_is_readable_or_writable_and_no_network(batch):
 def test_feedback_hides_tracebacks_of_hostile_runs(batch):
     pages = list((batch["out"] / "feedback" / "tamper_checks" / ASSIGNMENT).glob("*.html"))
     assert pages and "BEGIN HIDDEN TESTS" not in pages[0].read_text()
+
+
+@pytest.mark.parametrize("assignment", nbt.assignments())
+def test_controls_of_every_assignment_are_exact(batch, assignment):
+    short = assignment.split("_")[0]
+    if not _trains(assignment):
+        assert _score(batch, f"{short}-control-solution") == _max_points(assignment), batch["rows"][f"{short}-control-solution"]
+    assert _score(batch, f"{short}-control-blank") == 0, batch["rows"][f"{short}-control-blank"]
+
+
+@pytest.mark.parametrize("family, label", [(f, label) for f, builders in ATTACKS.items() for label in builders])
+@pytest.mark.parametrize("assignment", nbt.assignments())
+def test_names_the_student_rebinds_earn_nothing(batch, assignment, family, label):
+    # every answer is wrong: a point here would come from a course name, a module or a builtin
+    # that the judge took from the student's process
+    row = batch["rows"][f"{assignment.split('_')[0]}-{family}-{label}"]
+    assert float(row["score"]) == 0 and float(row["max_score"]) == _max_points(assignment), row

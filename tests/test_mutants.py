@@ -1,4 +1,4 @@
-"""The test suite of the test suite.
+"""The test suite of the test suite, and the proof that the grader agrees with the kernel.
 
 For every exercise, ``tests/mutants/<assignment>.py`` holds plausible wrong
 implementations (``WRONG``) and differently written correct ones (``CORRECT``). Each is
@@ -9,7 +9,24 @@ the judge: autograder.judge), and:
 * every wrong implementation must fail at least one graded test cell (the run stops at
   the first one);
 * every correct variant must pass every graded test cell (graded a round at a time:
-  one variant of each exercise per notebook).
+  one variant of each exercise per notebook);
+* every variant, wrong or correct, gets the same verdict per test cell in one plain kernel
+  (a fresh in-process IPython shell: no sandbox, no judge) as through the judge: a wrong
+  one on every test cell up to the first that fails under the judge, a correct round on
+  every test cell.
+
+Exceptions to that agreement, each for a stated reason:
+
+* ``WRONG_IN_KERNEL``: mistakes whose only effect is on state the judge does not share
+  with the student's process, such as the global random generator reseeded (the tests
+  draw from the judge's). These pass through the judge; they must fail in one kernel,
+  where the learner runs the notebook. (An array or tensor argument changed in place is
+  no longer one: the change comes back into the test's object.)
+* Correct rounds of the chapters that train (3, 6, 7) are compared in the kernel up to the
+  training cell (``nbt.is_training_cell``): training each round twice would double the
+  costliest part of ``make test``. The tests after it are proven to agree on the solution,
+  which passes them in a kernel (tests/test_solutions.py) and through the judge
+  (tests/test_judge.py).
 """
 
 from __future__ import annotations
@@ -40,13 +57,6 @@ def _cases(kind: str):
                 yield pytest.param(assignment, exercise, source, id=f"{assignment}-{exercise}-{label}")
 
 
-def _run_with(assignment: str, exercise: str, source: str, fail_fast: bool) -> nbt.Run:
-    """The notebook with ``source`` in place of the solution cell ``exercise``, graded as
-    the grader grades it (sandbox and judge)."""
-    nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
-    return nbt.run_judged(nb, assignment, fail_fast=fail_fast)
-
-
 def test_every_exercise_has_mutants():
     for assignment in nbt.assignments():
         module = _load(assignment)
@@ -61,8 +71,14 @@ def test_every_exercise_has_mutants():
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment, exercise, source", list(_cases("WRONG")))
 def test_wrong_implementation_fails_a_test(assignment, exercise, source):
-    run = _run_with(assignment, exercise, source, fail_fast=True)
+    nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
+    run = nbt.run_judged(nb, assignment, fail_fast=True)
     assert run.failed, f"this wrong {exercise} passed every test: {sorted(run.tests)}"
+    (first_failure,) = run.failed
+    kernel = nbt.run_in_process(nb, stop_after=first_failure)
+    assert nbt.verdicts(kernel) == nbt.verdicts(run), (
+        f"the kernel and the judge disagree on this wrong {exercise}: in the kernel {kernel.failed}, "
+        f"through the judge {run.failed}")
 
 
 @pytest.mark.slow
@@ -70,8 +86,7 @@ def test_wrong_implementation_fails_a_test(assignment, exercise, source):
 def test_wrong_side_effect_fails_a_test_in_the_kernel(assignment, exercise, source):
     """Mistakes that only show inside the student's own process (``WRONG_IN_KERNEL``):
     they must fail a test where the learner runs the notebook, in one kernel."""
-    path = nbt.source_notebook(assignment)
-    run = nbt.run(nbt.with_cell_source(nbt.read(path), exercise, source), cwd=path.parent)
+    run = nbt.run_in_process(nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source))
     assert run.failed, f"this wrong {exercise} passed every test in the kernel"
 
 
@@ -110,3 +125,6 @@ def test_correct_variants_pass_every_test(assignment, chosen):
     labels = {exercise: label for exercise, (label, _) in chosen.items()}
     assert not run.failed, f"correct variants {labels} failed: {run.failed}"
     assert not run.other_errors, f"cells outside the tests raised with the correct variants {labels}: {run.other_errors}"
+    kernel = nbt.run_in_process(nb, stop_before=nbt.is_training_cell)
+    assert kernel.tests and not kernel.failed, f"correct variants {labels} failed in the kernel: {kernel.failed}"
+    assert not kernel.other_errors, f"cells outside the tests raised in the kernel with {labels}: {kernel.other_errors}"
