@@ -178,19 +178,18 @@ def _judge_process_setup(megabytes: int):
 def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
     """Run one judge process (``python -m autograder.judge``) over ``job`` in the folder
     ``work``; return its output, or None when it gave none (it was killed, or ran past
-    its limit). With ``timed``, the judge runs under :mod:`autograder.stages` and the
-    output has its ``stages`` timing."""
+    its limit). With ``timed``, the output keeps the judge's ``stages`` timing (see
+    :meth:`autograder.stages.Stages.add_judge`)."""
     limits = Limits(**job["limits"])
     work.mkdir(parents=True, exist_ok=True)
     results = work / "results.json"
     job_path = work / "job.json"
     job_path.write_text(json.dumps({**job, "results": str(results)}))
-    for stale in (results, Path(f"{results}.stages.json")):
-        stale.unlink(missing_ok=True)
+    results.unlink(missing_ok=True)
     launched = time.monotonic()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "autograder.stages" if timed else "autograder.judge", str(job_path)],
+            [sys.executable, "-m", "autograder.judge", str(job_path)],
             capture_output=True, text=True, timeout=limits.notebook_timeout_s + 120,
             preexec_fn=_judge_process_setup(limits.memory_mb + 4096), cwd=work,
         )
@@ -199,8 +198,9 @@ def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
     if done.returncode != 0 or not results.is_file():
         return None
     output = json.loads(results.read_text())
+    timing = output.pop("timing")
     if timed:
-        output["stages"] = {**json.loads(Path(f"{results}.stages.json").read_text()), "launched": launched}
+        output["stages"] = {**timing, "launched": launched}
     return output
 
 

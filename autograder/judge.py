@@ -21,6 +21,7 @@ import builtins
 import contextlib
 import dataclasses
 import os
+import resource
 import select
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import time
 import warnings
 
 import numpy as np
+import psutil
 
 from autograder import sandbox, wire
 from autograder.chapter_package import package_view
@@ -132,18 +134,31 @@ class Link:
         self._buffer = b""
         self.gone: str | None = None
         self.deadline = time.monotonic() + limits.notebook_timeout_s
+        # where the time goes (grade --stage-times): waiting on the student's process, and
+        # the CPU its process tree used, sampled just before it is stopped
+        self.waited = 0.0
+        self.student_cpu = 0.0
 
     def request(self, op: str, timeout: float | None = None, **fields) -> dict:
         if self.gone:
             raise StudentProcessGone(self.gone)
-        message = wire.dumps({"op": op, **fields})
+        begun = time.monotonic()
+        try:
+            reply = self._exchange(wire.dumps({"op": op, **fields}), timeout)
+        finally:
+            self.waited += time.monotonic() - begun
+        for w in reply.get("warnings", []) if op != "exec" else []:
+            warnings.warn(str(w.get("message")), rebuilt_class(w.get("category"), w.get("mro", []), Warning))
+        return reply
+
+    def _exchange(self, message: bytes, timeout: float | None) -> dict:
         try:
             os.write(self._to_child, message) if len(message) < 65536 else self._write_all(message)
         except OSError:
             self.stop("the student's process ended")
             raise StudentProcessGone(self.gone) from None
         limit = min(timeout or self.limits.cell_timeout_s, self.deadline - time.monotonic())
-        reply = self._read_line(time.monotonic() + max(limit, 0.0))
+        return self._read_line(time.monotonic() + max(limit, 0.0))
         for w in reply.get("warnings", []) if op != "exec" else []:
             warnings.warn(str(w.get("message")), rebuilt_class(w.get("category"), w.get("mro", []), Warning))
         return reply
@@ -187,12 +202,33 @@ class Link:
                 os.close(fd)
         self._to_child = self._from_child = -1
         if self.process.poll() is None:
+            self.student_cpu = _tree_cpu(self.process.pid)
             # bubblewrap's PID namespace: killing its init takes every process inside with it
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, 9)
             self.process.wait()
         for reader in (self.stdout, self.stderr):
             reader.join(timeout=5)
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and every process under it (reaped ones included)."""
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            t = process.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _why_it_ended(code: int, stderr: str) -> str:
@@ -452,8 +488,10 @@ def main(argv: list[str] | None = None) -> int:
     limits = Limits(**job["limits"])
     started = time.monotonic()
     judge = Judge(limits, job["assignment"])
+    run_started, cpu_at_run = time.monotonic(), _own_cpu()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         results = judge.run(job["cells"])
+    run_ended = time.monotonic()
     stdout, stderr = judge.output()
     payload = {
         "cells": [dataclasses.asdict(r) for r in results],
@@ -461,6 +499,13 @@ def main(argv: list[str] | None = None) -> int:
         "stdout": stdout,
         "stderr": stderr,
         "seconds": round(time.monotonic() - started, 2),
+        # monotonic clock readings (shared by the processes of one machine) and CPU seconds,
+        # for autograder.stages
+        "timing": {
+            "run_started": run_started, "run_ended": run_ended, "cpu_at_run": cpu_at_run,
+            "student_wall": judge.link.waited, "student_cpu": judge.link.student_cpu,
+            "cpu_at_exit": _own_cpu(), "exited": time.monotonic(),
+        },
     }
     tmp = job["results"] + ".tmp"
     with open(tmp, "w") as f:
