@@ -47,6 +47,23 @@ def lay_out_solution_and_blank(submissions: Path, assignments_: list[str]) -> No
                 shutil.copy(nb, folder / nb.name)
 
 
+def with_first_cell(nb, code: str):
+    """A copy of ``nb`` with a code cell the student added at the top."""
+    nb = copy.deepcopy(nb)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def half_done(assignment: str) -> nbformat.NotebookNode:
+    """The source notebook of ``assignment`` with its first half of solution cells left as
+    stubs: a learner who stopped halfway."""
+    nb = read(source_notebook(assignment))
+    solutions = [c for c in nb.cells if is_solution_cell(c)]
+    for cell in solutions[: len(solutions) // 2]:
+        cell.source = 'raise NotImplementedError("not written yet")'
+    return nb
+
+
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 

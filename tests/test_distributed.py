@@ -11,7 +11,6 @@ deployment's), and when the coordinator is killed and started again. A worker wi
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import signal
@@ -43,12 +42,6 @@ builtins.AssertionError = type("Nothing", (Exception,), {})
 KILL_OWN_SANDBOX = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
 
 
-def _with_first_cell(nb, code: str):
-    nb = copy.deepcopy(nb)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(code))
-    return nb
-
-
 @pytest.fixture(scope="module")
 def submissions(tmp_path_factory):
     """Solved, blank, half-done, two hostile submissions, and one handed in under the wrong name."""
@@ -56,14 +49,11 @@ def submissions(tmp_path_factory):
     name = nbt.source_notebook(ASSIGNMENT).name
     solved = nbt.read(nbt.source_notebook(ASSIGNMENT))
     blank = nbt.read(nbt.NOTEBOOKS / ASSIGNMENT / name)
-    half = copy.deepcopy(solved)
-    solutions = [c for c in half.cells if nbt.is_solution_cell(c)]
-    for cell in solutions[: len(solutions) // 2]:
-        cell.source = 'raise NotImplementedError("not written yet")'
+    half = nbt.half_done(ASSIGNMENT)
     batch = {
         "ann": solved, "ben": blank, "cem": half,
-        "dia": _with_first_cell(blank, TAMPER),  # tries to make every check pass
-        "eve": _with_first_cell(solved, KILL_OWN_SANDBOX),  # kills its own sandbox
+        "dia": nbt.with_first_cell(blank, TAMPER),  # tries to make every check pass
+        "eve": nbt.with_first_cell(solved, KILL_OWN_SANDBOX),  # kills its own sandbox
     }
     for student, nb in batch.items():
         (subs / student / ASSIGNMENT).mkdir(parents=True)

@@ -54,12 +54,6 @@ def _blank():
     return nbt.read(nbt.NOTEBOOKS / ASSIGNMENT / nbt.source_notebook(ASSIGNMENT).name)
 
 
-def _with_first_cell(nb, code: str):
-    nb = copy.deepcopy(nb)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(code))
-    return nb
-
-
 def _max_points(assignment: str = ASSIGNMENT) -> int:
     source = nbt.read(nbt.source_notebook(assignment))
     return sum(nbt.nbgrader_meta(c).get("points", 0) for c in source.cells if nbt.is_test_cell(c))
@@ -352,23 +346,23 @@ def batch(tmp_path_factory):
     notebooks = {
         "honest": solved,
         "honest_blank": blank,
-        "tamper_checks": _with_first_cell(blank, TAMPER_CHECKS),
-        "tamper_ipython": _with_first_cell(blank, TAMPER_IPYTHON),
+        "tamper_checks": nbt.with_first_cell(blank, TAMPER_CHECKS),
+        "tamper_ipython": nbt.with_first_cell(blank, TAMPER_IPYTHON),
         "tests_gutted": tests_gutted,
         "tests_deleted": tests_deleted,
         "solution_as_test": solution_as_test,
         "duplicated_tests": duplicated,
-        "infinite_loop": _with_first_cell(solved, "while True:\n    pass"),
-        "memory_hog": _with_first_cell(solved, "hog = bytearray(6 * 1024**3)"),
-        "fork_many": _with_first_cell(solved, FORK_MANY),
-        "fill_disk": _with_first_cell(solved, FILL_DISK),
-        "print_flood": _with_first_cell(solved, "print('x' * (300 * 1024 * 1024))"),
-        "kill_self": _with_first_cell(solved, "import os\nos.kill(os.getpid(), 9)"),
-        "kill_parent": _with_first_cell(
+        "infinite_loop": nbt.with_first_cell(solved, "while True:\n    pass"),
+        "memory_hog": nbt.with_first_cell(solved, "hog = bytearray(6 * 1024**3)"),
+        "fork_many": nbt.with_first_cell(solved, FORK_MANY),
+        "fill_disk": nbt.with_first_cell(solved, FILL_DISK),
+        "print_flood": nbt.with_first_cell(solved, "print('x' * (300 * 1024 * 1024))"),
+        "kill_self": nbt.with_first_cell(solved, "import os\nos.kill(os.getpid(), 9)"),
+        "kill_parent": nbt.with_first_cell(
             solved, "import os, signal\nfor pid in (os.getppid(), 1, -1):\n"
             "    try:\n        os.kill(pid, signal.SIGKILL)\n    except Exception:\n        pass"),
-        "spy": _with_first_cell(solved, f"PATHS = {secrets!r}\nREADABLE = {readable!r}\nPORT = {port}\n" + SPY),
-        "huge_image": _with_first_cell(
+        "spy": nbt.with_first_cell(solved, f"PATHS = {secrets!r}\nREADABLE = {readable!r}\nPORT = {port}\n" + SPY),
+        "huge_image": nbt.with_first_cell(
             solved, "from IPython.display import Image, display\n"
             "display(Image(data=b'\\x89PNG\\r\\n' + bytes(200 * 1024 * 1024)))"),
     }
