@@ -65,9 +65,9 @@ def course_fingerprint() -> str:
     """A digest of the code a judge runs (``attention_course`` and ``autograder``, as on
     disk now: each judge is a new process): the coordinator's and every worker's must agree."""
     digest = hashlib.sha256()
-    for package in sandbox.PACKAGES:
+    for package in (sandbox.COURSE_PACKAGE, sandbox.GRADER):
         for path in sorted(package.rglob("*.py")):
-            digest.update(str(path.relative_to(course.REPO)).encode() + b"\0" + path.read_bytes())
+            digest.update(str(path.relative_to(package.parent)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 

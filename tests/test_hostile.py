@@ -462,7 +462,7 @@ def test_no_process_outlives_its_submission(batch):
 
 def test_no_secret_is_readable_or_writable_and_no_network(batch):
     results = batch["out"] / "course" / "judging" / "spy" / ASSIGNMENT
-    (found,) = results.glob("*.results.json")
+    (found,) = results.glob("*/results.json")  # judging/<student>/<assignment>/<notebook>/
     stdout = json.loads(found.read_text())["stdout"]
     spied = json.loads(stdout.split("SPIED ", 1)[1].splitlines()[0])
     assert spied["read"] == [] and spied["wrote"] == [], spied

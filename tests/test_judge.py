@@ -1,10 +1,10 @@
 """The judge grades as one kernel would, and takes from the student's process only what the
 tests expect from the student.
 
-The first two tests grade every source notebook and every blank learner notebook through the
-judge. The others grade small notebooks of their own that test the mechanism: each is run
-through the judge (sandbox and judge) and in one plain in-process kernel, and both must give
-the verdicts the test states.
+Every source notebook and every blank learner notebook are graded through the judge in
+tests/test_grading.py (full marks, and 0). The tests here grade small notebooks of their own
+that test the mechanism: each is run through the judge (sandbox and judge) and in one plain
+in-process kernel, and both must give the verdicts the test states.
 """
 
 from __future__ import annotations
@@ -14,25 +14,6 @@ import pytest
 from autograder.assemble import assemble, judge_cells, student_names
 
 import notebook_tools as nbt
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("assignment", nbt.assignments())
-def test_solution_passes_every_test_under_the_judge(assignment):
-    run = nbt.run_judged(nbt.read(nbt.source_notebook(assignment)), assignment)
-    assert run.tests, "no test cell ran"
-    assert not run.failed, f"failing under the judge: {run.failed}"
-    assert not run.other_errors, f"cells outside the tests raised: {run.other_errors}"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("assignment", nbt.assignments())
-def test_blank_notebook_fails_every_test_under_the_judge(assignment):
-    source = nbt.read(nbt.source_notebook(assignment))
-    blank = nbt.read(nbt.NOTEBOOKS / assignment / nbt.source_notebook(assignment).name)
-    run = nbt.run_judged(assemble(source, blank), assignment)
-    passed = [name for name, error in run.tests.items() if error is None]
-    assert run.tests and not passed, f"tests that pass on the blank notebook: {passed}"
 
 
 def _same_verdicts(cells, expected: dict[str, bool]) -> None:

@@ -26,11 +26,12 @@ Exceptions to that agreement, each for a stated reason:
   training cell (``nbt.is_training_cell``): training each round twice would double the
   costliest part of ``make test``. The tests after it are proven to agree on the solution,
   which passes them in a kernel (tests/test_solutions.py) and through the judge
-  (tests/test_judge.py).
+  (tests/test_grading.py: full marks).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 
 import pytest
@@ -68,13 +69,29 @@ def test_every_exercise_has_mutants():
         assert unknown <= set(solutions), f"{assignment}: mutants for unknown cells {unknown - set(solutions)}"
 
 
+def _only_its_question(nb, question: str):
+    """For a wrong multiple-choice answer: the notebook without its training runs and without
+    the other tests (an answer depends on neither), so that the question's own test decides
+    and a training chapter is not trained once per wrong letter."""
+    nb = copy.deepcopy(nb)
+    nb.cells = [
+        c for c in nb.cells
+        if not nbt.is_training_cell(c) and (not nbt.is_test_cell(c) or nbt.nbgrader_meta(c)["grade_id"] == f"test_{question}")
+    ]
+    return nb
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment, exercise, source", list(_cases("WRONG")))
 def test_wrong_implementation_fails_a_test(assignment, exercise, source):
     nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
+    if exercise.startswith("answer_"):
+        nb = _only_its_question(nb, exercise)
     run = nbt.run_judged(nb, assignment, fail_fast=True)
     assert run.failed, f"this wrong {exercise} passed every test: {sorted(run.tests)}"
     (first_failure,) = run.failed
+    if exercise.startswith("answer_"):
+        assert first_failure == f"test_{exercise}", f"a wrong {exercise} failed {first_failure}, not its own test"
     kernel = nbt.run_in_process(nb, stop_after=first_failure)
     assert nbt.verdicts(kernel) == nbt.verdicts(run), (
         f"the kernel and the judge disagree on this wrong {exercise}: in the kernel {kernel.failed}, "
