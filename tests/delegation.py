@@ -153,7 +153,5 @@ def lay_out_delegations(submissions, assignments_: list[str]) -> list[str]:
         student = f"delegate_{style}"
         students.append(student)
         for assignment in assignments_:
-            folder = submissions / student / assignment
-            folder.mkdir(parents=True)
-            nbformat.write(delegated(assignment, style), folder / nbt.source_notebook(assignment).name)
+            nbt.lay_out(submissions, assignment, {student: delegated(assignment, style)})
     return students

@@ -64,6 +64,16 @@ def half_done(assignment: str) -> nbformat.NotebookNode:
     return nb
 
 
+def lay_out(submissions: Path, assignment: str, notebooks: dict) -> None:
+    """Write ``notebooks`` (student id -> notebook of ``assignment``) as ``make grade`` takes
+    them: ``submissions/<student>/<assignment>/<the source notebook's name>``."""
+    name = source_notebook(assignment).name
+    for student, nb in notebooks.items():
+        folder = submissions / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / name)
+
+
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 

@@ -628,13 +628,19 @@ def visible_text_outside_code(soup) -> str:
     return main.get_text(" ")
 
 
-@pytest.fixture(scope="session")
-def visits(html, book) -> dict:
+def _require_chromium() -> None:
+    """Skip without Chromium, or fail when the run demands a browser (``make test`` sets
+    BOOK_REQUIRE_BROWSER)."""
     if browser.find_chromium() is None:
         message = f"Chromium not found; install it: {browser.INSTALL_HINT}"
         if os.environ.get("BOOK_REQUIRE_BROWSER"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def visits(html, book) -> dict:
+    _require_chromium()
     shots = book.out / "screenshots"
     result = {}
     with browser.serve(html) as base:
@@ -760,11 +766,7 @@ def test_the_chapters_draw_the_architecture_pictures():
 
 @pytest.fixture(scope="session")
 def diagram_measures(html, tmp_path_factory) -> dict:
-    if browser.find_chromium() is None:
-        message = f"Chromium not found; install it: {browser.INSTALL_HINT}"
-        if os.environ.get("BOOK_REQUIRE_BROWSER"):
-            pytest.fail(message)
-        pytest.skip(message)
+    _require_chromium()
     from bs4 import BeautifulSoup
 
     root = tmp_path_factory.mktemp("probe")

@@ -55,9 +55,7 @@ def submissions(tmp_path_factory):
         "dia": nbt.with_first_cell(blank, TAMPER),  # tries to make every check pass
         "eve": nbt.with_first_cell(solved, KILL_OWN_SANDBOX),  # kills its own sandbox
     }
-    for student, nb in batch.items():
-        (subs / student / ASSIGNMENT).mkdir(parents=True)
-        nbformat.write(nb, subs / student / ASSIGNMENT / name)
+    nbt.lay_out(subs, ASSIGNMENT, batch)
     (subs / "fay" / ASSIGNMENT).mkdir(parents=True)
     nbformat.write(solved, subs / "fay" / ASSIGNMENT / "my_work.ipynb")
     return subs

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
@@ -33,9 +32,7 @@ def submissions(tmp_path_factory):
     solved = nbt.read(nbt.source_notebook(ASSIGNMENT))
     blank = nbt.read(nbt.NOTEBOOKS / ASSIGNMENT / name)
     half = nbt.half_done(ASSIGNMENT)
-    for student, nb in {"ann": solved, "ben": blank, "cem": half, "dia": solved}.items():
-        (subs / student / ASSIGNMENT).mkdir(parents=True)
-        nbformat.write(nb, subs / student / ASSIGNMENT / name)
+    nbt.lay_out(subs, ASSIGNMENT, {"ann": solved, "ben": blank, "cem": half, "dia": solved})
     return subs
 
 
