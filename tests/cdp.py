@@ -74,6 +74,19 @@ class Page:
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
+    def click_until(self, selector: str, expression: str, what: str, text: str | None = None,
+                    tries: int = 4, timeout: float = 30) -> object:
+        """Click ``selector`` (as :meth:`click`) until ``expression`` is truthy; its value. On a
+        busy machine a click can land before the page has wired its handlers and be lost, so a
+        click that changed nothing within ``timeout`` seconds is made again, ``tries`` times in all."""
+        for attempt in range(1, tries + 1):
+            self.click(selector, text)
+            try:
+                return self.wait_for(expression, timeout, what)
+            except TimeoutError:
+                if attempt == tries:
+                    raise TimeoutError(f"clicked {selector} {tries} times; waited {timeout:g} s each for {what}")
+
     def screenshot(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))

@@ -34,6 +34,9 @@ import yaml
 
 import browser
 
+# one worker runs them all: the build, the browser visits and the diagrams are fixtures built once
+pytestmark = pytest.mark.xdist_group("book")
+
 REPO = Path(__file__).resolve().parent.parent
 HTML_SUFFIXES = {".html"}
 TEXT_SUFFIXES = {".html", ".ipynb", ".txt", ".js", ".md", ".json", ".py", ".css", ".map", ".xml", ".inv"}

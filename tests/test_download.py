@@ -30,6 +30,9 @@ import notebook_tools as nbt
 from autograder import course, learner_package
 from autograder.chapter_package import chapter_of
 
+# one worker runs them all: the wheels are a module fixture built once
+pytestmark = pytest.mark.xdist_group("download")
+
 STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
 
 

@@ -41,6 +41,8 @@ PROMPTS = f"[...document.querySelectorAll('{PANEL} .jp-InputArea-prompt')].map(p
 # Run All has run: some cell has an execution count, none is waiting or running ([*]).
 RAN = f"({PROMPTS}).some(t => /\\d/.test(t)) && !({PROMPTS}).some(t => t.includes('*'))"
 DIALOG_TEXT = "document.querySelector('.jp-Dialog-content')?.innerText || ''"
+DIALOG_SHOWN = "(document.querySelector('.jp-Dialog .jp-mod-accept')?.getBoundingClientRect().width > 0)"
+RUN_ALL_SHOWN = "[...document.querySelectorAll('.lm-Menu-itemLabel')].some(e => e.textContent.trim() === 'Run All Cells')"
 
 
 def _free_port() -> int:
@@ -115,11 +117,12 @@ def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     # Kernel -> Restart Kernel..., then Run -> Run All Cells, as the notebook asks before a
     # submission. (The toolbar's one-click restart-and-run-all can lose the first cell's request
     # while the lab reconnects to the restarted kernel, when the machine is busy.)
-    page.click(f"{PANEL} jp-button[data-command='notebook:restart-kernel']")
-    page.click(".jp-Dialog .jp-mod-accept")  # "Restart"
-    page.wait_for(f"!document.querySelector('.jp-Dialog') && {KERNEL_IDLE}", timeout=180, what="the restarted kernel")
+    page.click_until(f"{PANEL} jp-button[data-command='notebook:restart-kernel']", DIALOG_SHOWN,
+                     "the restart dialog")
+    page.click_until(".jp-Dialog .jp-mod-accept", f"!{DIALOG_SHOWN}", "the restart dialog to close")  # "Restart"
+    page.wait_for(KERNEL_IDLE, timeout=180, what="the restarted kernel")
     time.sleep(2)
-    page.click(".lm-MenuBar-item", "Run")
+    page.click_until(".lm-MenuBar-item", RUN_ALL_SHOWN, "the Run menu", text="Run")
     page.click(".lm-Menu-itemLabel", "Run All Cells")
     page.wait_for(f"{RAN} && {KERNEL_IDLE}", timeout=600, what="the cells to run")
     page.screenshot(shots / f"{name}-1-run-all.png")
