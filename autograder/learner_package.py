@@ -118,7 +118,11 @@ def published_wheels_url() -> str:
     return f"{base.rstrip('/')}/{WHEELS_DIR}/" if base else ""
 
 
-INSTALL_GRADE_ID = "install"
+# The install cell is a plain code cell, read-only in Jupyter, found by this tag. Not an nbgrader
+# cell: it is in no source notebook, and nbgrader's own autograde stops on a locked cell that
+# its gradebook does not know ("the nbgrader metadata may be corrupted"), so an instructor
+# grading with plain nbgrader could not grade the released notebooks.
+INSTALL_TAG = "install"
 
 _INSTALL_SOURCE = '''\
 # Run this cell first. It installs this chapter's course package (attention_course) when it is
@@ -160,26 +164,23 @@ print(install_course_package())'''
 def install_cell(assignment: str, wheels_url: str | None = None) -> nbformat.NotebookNode:
     """The learner notebook's first code cell: installs chapter ``assignment``'s wheel from
     ``wheels_url`` (default :func:`published_wheels_url`) or from the notebook's folder.
-    A read-only nbgrader cell: the grader leaves it out (it is not in the source notebook)."""
-    from nbgrader.utils import compute_checksum
-
+    A read-only cell tagged :data:`INSTALL_TAG`; graders run it as a cell of the notebook, and
+    where the course package is importable (the grader's sandbox) it does nothing."""
     site = published_wheels_url() if wheels_url is None else wheels_url
     source = _INSTALL_SOURCE.format(wheel=json.dumps(wheel_name(assignment)), site=json.dumps(site))
     cell = nbformat.v4.new_code_cell(source)
-    cell.id = INSTALL_GRADE_ID
-    cell.metadata = nbformat.from_dict({
-        "deletable": False,
-        "editable": False,
-        "nbgrader": {"cell_type": "code", "grade": False, "grade_id": INSTALL_GRADE_ID, "locked": True,
-                     "schema_version": 3, "solution": False, "task": False},
-    })
-    cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
+    cell.id = INSTALL_TAG
+    cell.metadata = nbformat.from_dict({"deletable": False, "editable": False, "tags": [INSTALL_TAG]})
     return cell
+
+
+def is_install_cell(cell) -> bool:
+    return INSTALL_TAG in cell.get("metadata", {}).get("tags", [])
 
 
 def with_install_cell(nb: nbformat.NotebookNode, assignment: str, wheels_url: str | None = None) -> nbformat.NotebookNode:
     """``nb`` with :func:`install_cell` before its first code cell (replacing an older one)."""
-    cells = [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") != INSTALL_GRADE_ID]
+    cells = [c for c in nb.cells if not is_install_cell(c)]
     first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
     nb.cells = cells[:first_code] + [install_cell(assignment, wheels_url)] + cells[first_code:]
     return nb

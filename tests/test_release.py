@@ -90,3 +90,21 @@ def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment
         module = package / "reference" / f"{chapter_package.chapter_of(earlier)}.py"
         assert module.read_text() == (chapter_package.REFERENCE / module.name).read_text()
     assert not list(package.rglob("__pycache__")) and not (package / "benchmark.py").exists()
+
+
+@pytest.mark.slow
+def test_plain_nbgrader_grades_the_released_notebooks(tmp_path):
+    """An instructor on a hub may grade with nbgrader's own ``autograde``: it accepts the
+    released notebook as submitted (install cell included) and scores the solution, a
+    half-solved notebook and the untouched one as our grader does."""
+    from autograder import bench
+
+    assignment = "ch01_attention_pooling"  # NumPy only: quick to run three times
+    students = bench.students(3)  # the solution, the untouched notebook, the first half solved
+    bench.build_batch(tmp_path / "submissions", [assignment], len(students))
+    _, _, scores = bench.grade_plain(tmp_path / "submissions", tmp_path / "course", [assignment], cell_timeout=120)
+    source = nbt.read(nbt.source_notebook(assignment))
+    full = sum(nbt.nbgrader_meta(c).get("points", 0) for c in source.cells if nbt.is_test_cell(c))
+    assert scores[("solution", assignment)] == full, scores
+    assert scores[("blank", assignment)] == 0, scores
+    assert 0 < scores[(students[2], assignment)] < full, scores

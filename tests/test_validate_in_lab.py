@@ -28,7 +28,7 @@ import pytest
 import browser
 import cdp
 import notebook_tools as nbt
-from autograder import course
+from autograder import course, learner_package
 
 ASSIGNMENT = "ch01_attention_pooling"
 STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
@@ -147,7 +147,7 @@ def test_validate_button_in_jupyterlab(lab, tmp_path):
     # What Run All did, as Validate saved it: the install cell found the package, and the run
     # stopped at the first exercise's test with the stub's message.
     ran = nbt.read(next(work.glob("*.ipynb")))
-    install = next(c for c in ran.cells if nbt.nbgrader_meta(c).get("grade_id") == "install")
+    install = next(c for c in ran.cells if learner_package.is_install_cell(c))
     said = "".join(o.get("text", "") for o in install.outputs)
     assert "is already importable: nothing to install." in said, install.outputs
     failed = [(nbt.nbgrader_meta(c).get("grade_id"), o) for c in ran.cells if c.cell_type == "code"
