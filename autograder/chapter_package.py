@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -148,17 +149,27 @@ def build_package_tree(assignment: str, dest: Path) -> Path:
     return package
 
 
+def views_folder() -> Path:
+    """Where :func:`package_view` caches the views: the grading user's own cache folder
+    (``$XDG_CACHE_HOME`` or ``~/.cache``), made private. Not the shared temporary folder: a
+    view there could be planted by another user of the machine before the grader made it."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = cache / "attention-course" / "views"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder.parent, 0o700)
+    return folder
+
+
 def package_view(assignment: str) -> Path:
-    """A read-only-ready copy of chapter ``assignment``'s package for the sandbox, cached
-    under the system's temporary folder by the package's content (rebuilt when it changes)."""
+    """A read-only-ready copy of chapter ``assignment``'s package for the sandbox, cached in
+    :func:`views_folder` by the package's content (rebuilt when it changes)."""
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(str(path.relative_to(PACKAGE)).encode())
         digest.update(path.read_bytes())
-    root = Path(tempfile.gettempdir()) / "attention-course-views" / f"{assignment}-{digest.hexdigest()[:16]}"
+    root = views_folder() / f"{assignment}-{digest.hexdigest()[:16]}"
     package = root / "attention_course"
     if not (root / ".complete").is_file():
-        root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f"{assignment}-", dir=root.parent))
         build_package_tree(assignment, staging)
         (staging / ".complete").touch()
