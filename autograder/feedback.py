@@ -53,20 +53,26 @@ def _mathjax_source() -> Path:
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5" / "tex-svg-full.js"
 
 
-_CDN_MATHJAX = re.compile(r'<script src="https://[^"]*mathjax[^"]*">\s*</script>', re.IGNORECASE)
+_CDN_MATHJAX = re.compile(r'<script src="(https://[^"]*mathjax[^"]*)">\s*</script>', re.IGNORECASE)
 
 
 def localise_mathjax(feedback_dir: Path) -> None:
     """Make every feedback page under ``feedback_dir`` load MathJax from
-    ``feedback_dir/_static`` instead of a CDN, so that no page asks the network for anything."""
+    ``feedback_dir/_static`` instead of a CDN, so that no page asks the network for anything.
+
+    A page that leaves the folder on its own (nbgrader's ``release_feedback`` sends the student
+    the HTML file alone) finds no copy beside it; only then does it load the CDN's MathJax
+    that nbgrader's page named, so that its formulas are still typeset."""
     static = feedback_dir / "_static"
     static.mkdir(parents=True, exist_ok=True)
     shutil.copy2(_mathjax_source(), static / "tex-svg-full.js")
+    config = "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>\n"
     for page in feedback_dir.rglob("*.html"):
         relative = os.path.relpath(static / "tex-svg-full.js", page.parent)
-        local = (
-            "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>\n"
-            f'<script src="{relative}"></script>'
-        )
+
+        def local(cdn: re.Match) -> str:
+            fallback = f"delete window.MathJax;var s=document.createElement('script');s.src='{cdn[1]}';document.head.appendChild(s)"
+            return f'{config}<script src="{relative}" onerror="{fallback}"></script>'
+
         html = page.read_text()
-        page.write_text(_CDN_MATHJAX.sub(lambda _: local, html))
+        page.write_text(_CDN_MATHJAX.sub(local, html))

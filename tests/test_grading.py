@@ -17,6 +17,7 @@ import pytest
 from autograder import course
 from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, visible_part
 
+import browser
 import delegation
 import notebook_tools as nbt
 
@@ -159,3 +160,22 @@ def test_a_broken_or_misnamed_notebook_is_a_zero_with_a_reason(tmp_path):
     assert rows["broken"]["score"] == "0" and "not a valid notebook" in rows["broken"]["reason"]
     assert rows["misnamed"]["score"] == "0" and f"missing notebook {name}" in rows["misnamed"]["reason"]
     assert float(rows["broken"]["max_score"]) > 0
+
+
+@pytest.mark.slow
+def test_feedback_math_is_typeset_offline_and_where_the_page_goes_alone(graded, tmp_path):
+    """In the grader's output a feedback page typesets its formulas with the MathJax copy in
+    feedback/_static and asks the network for nothing. nbgrader's release_feedback sends a
+    student the page alone: there it finds no copy and falls back to the CDN's MathJax."""
+    if browser.find_chromium() is None:
+        pytest.fail(f"Chromium not found; install it: {browser.INSTALL_HINT}")
+    page = graded / "feedback" / "blank" / "ch01_attention_pooling" / "attention_pooling.html"
+    with browser.serve(graded / "feedback") as base:
+        at_home = browser.visit(f"{base}/{page.relative_to(graded / 'feedback')}", budget_ms=10000)
+    assert "<mjx-container" in at_home.dom, "the feedback page's formulas were not typeset"
+    assert at_home.remote_requests() == [], at_home.remote_requests()
+    shutil.copy(page, tmp_path / page.name)
+    with browser.serve(tmp_path) as base:
+        alone = browser.visit(f"{base}/{page.name}", budget_ms=10000)
+    asked = alone.remote_requests()
+    assert len(asked) == 1 and "mathjax" in asked[0].lower(), asked
