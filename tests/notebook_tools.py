@@ -202,12 +202,14 @@ def solved(learner: nbformat.NotebookNode, assignment: str) -> nbformat.Notebook
     return nb
 
 
-def run_in_process(nb, stop_after: str | None = None, stop_before=None, cell_timeout: int = 600) -> Run:
+def run_in_process(nb, stop_after: str | None = None, stop_before=None, fail_fast: bool = False,
+                   cell_timeout: int = 600) -> Run:
     """Execute ``nb`` the way one plain kernel would (every cell, tests included, in one
     namespace; no sandbox, no judge), in a fresh in-process IPython shell: far cheaper than
     a kernel of its own. With ``stop_after``, stop once the test cell of that ``grade_id``
     ran; with ``stop_before`` (a predicate on cells), stop before the first cell it holds
-    for. A cell running past ``cell_timeout`` seconds fails with ``TimeoutError``. The
+    for; with ``fail_fast``, stop after the first test cell that fails. A cell running past
+    ``cell_timeout`` seconds fails with ``TimeoutError``. The
     process-wide state a notebook may change (random generators, default dtype, threads,
     warning filters, the working folder) is put back afterwards."""
     import numpy as np
@@ -241,7 +243,7 @@ def run_in_process(nb, stop_after: str | None = None, stop_before=None, cell_tim
                 message = None if error is None else f"{type(error).__name__}: {error}"
                 if is_test_cell(cell):
                     tests[nbgrader_meta(cell)["grade_id"]] = message
-                    if nbgrader_meta(cell)["grade_id"] == stop_after:
+                    if nbgrader_meta(cell)["grade_id"] == stop_after or (fail_fast and message is not None):
                         break
                 elif message is not None:
                     others[nbgrader_meta(cell).get("grade_id", f"cell {i}")] = message
