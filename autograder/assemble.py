@@ -13,10 +13,12 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from autograder.course import CODE_STUB
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: the judge, which imports this
+    import nbformat  # module at every start, would pay about 2 CPU-seconds for it (jsonschema)
 
 KERNEL_ONLY_TAG = "kernel-only"
 
@@ -42,6 +44,8 @@ def _student_code(cell) -> str:
 
 def assemble(source: nbformat.NotebookNode, submission: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The source notebook with the submission's answers and extra cells in place."""
+    from nbformat.v4 import new_code_cell
+
     source_ids = {_meta(c).get("grade_id") for c in source.cells if _meta(c).get("grade_id")}
     answers: dict[str, str] = {}
     extras_before: dict[str | None, list] = {}
@@ -55,7 +59,7 @@ def assemble(source: nbformat.NotebookNode, submission: nbformat.NotebookNode) -
             pending = []
         elif cell.get("cell_type") == "code" and not _meta(cell):
             # a cell the student added (a helper, a scratch computation): runs where it stood
-            extra = nbformat.v4.new_code_cell(_student_code(cell))
+            extra = new_code_cell(_student_code(cell))
             pending.append(extra)
     extras_before.setdefault(None, []).extend(pending)
 
@@ -184,10 +188,12 @@ def _bound_names(source: str, imports: bool) -> set[str]:
 def with_results(notebook: nbformat.NotebookNode, errors: dict[int, dict]) -> nbformat.NotebookNode:
     """A copy of ``notebook`` where cell ``i`` shows ``errors[i]`` as its error output;
     nbgrader then scores each test cell by whether it shows an error."""
+    from nbformat.v4 import new_output
+
     notebook = copy.deepcopy(notebook)
     for index, error in errors.items():
         cell = notebook.cells[index]
-        cell.outputs = [nbformat.v4.new_output(
+        cell.outputs = [new_output(
             "error", ename=error["type"], evalue=error["message"],
             traceback=[f"{error['type']}: {error['message']}"],
         )]

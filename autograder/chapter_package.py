@@ -21,8 +21,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import nbformat
-
 from autograder.course import REPO, assignments, source_notebooks
 
 PACKAGE = REPO / "attention_course"
@@ -83,6 +81,8 @@ def reference_source(assignment: str) -> str:
     """The text of ``attention_course/reference/<chNN>.py``: the solution cells of
     ``assignment``'s source notebook, with the imports they use."""
     (path,) = source_notebooks(assignment)
+    import nbformat  # here, not at the top: the judge imports this module (see autograder.assemble)
+
     nb = nbformat.read(path, as_version=4)
     cells = _exercise_cells(nb)
     names = [_meta(c)["grade_id"] for c in cells]

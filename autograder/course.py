@@ -9,8 +9,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import nbformat
-
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
@@ -120,6 +118,8 @@ def release(assignments_: list[str], target_dir: Path = NOTEBOOKS, wheels_url: s
     Each learner notebook gets, before its first code cell, the cell that installs its
     chapter's course package from ``wheels_url`` (default: the published book's, from
     ``_config.yml``; see :mod:`autograder.learner_package`)."""
+    import nbformat  # here, not at the top: the judge imports this module (see autograder.assemble)
+
     from autograder import learner_package  # it reads this module's paths
 
     written = []

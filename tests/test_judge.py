@@ -267,3 +267,17 @@ def test_an_argument_changed_in_place_changes_the_tests_object_too():
     cells = [SETUP, ("solution", "shift_in_place", CHANGES_ITS_ARGUMENT), ("test", "test_unchanged", SEES_ITS_ARGUMENT),
              ("test", "test_numpy", "shift_in_place(torch.tensor([[1, 2]]), scores)\nassert scores.tolist() == [0, 0, 0]")]
     _same_verdicts(cells, {"test_unchanged": False, "test_numpy": True})
+
+
+def test_the_judge_starts_without_nbformat():
+    """A judge process starts per submission. nbformat imports jsonschema, whose format
+    checkers (rfc3987-syntax builds a grammar at import) cost about 2 CPU-seconds: more than
+    a third of a chapter 1 submission's whole cost. The judge needs none of it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, autograder.judge; print(sorted(m for m in ('nbformat', 'jsonschema', 'nbgrader') if m in sys.modules))"],
+        cwd=nbt.ROOT, capture_output=True, text=True, check=True,
+    )
+    assert done.stdout.strip() == "[]", f"importing autograder.judge imports {done.stdout.strip()}"
