@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -102,13 +104,15 @@ def chromium_page(width: int = 1400, height: int = 1000):
     chromium = browser.find_chromium()
     if chromium is None:
         raise FileNotFoundError(f"no Chromium found; install it: {browser.INSTALL_HINT}")
-    with tempfile.TemporaryDirectory(prefix="chromium-cdp-") as tmp:
+    # Chromium's helper processes may still write to the profile for a moment after the
+    # browser is stopped: its removal must not fail the test that used it.
+    with tempfile.TemporaryDirectory(prefix="chromium-cdp-", ignore_cleanup_errors=True) as tmp:
         profile = Path(tmp) / "profile"
         # the book tests' switches, less their virtual time (this page runs in real time)
         args = [a for a in browser.chromium_args(chromium, profile, width, height, 0)
                 if not a.startswith("--virtual-time-budget")]
         proc = subprocess.Popen([*args, "--remote-debugging-port=0", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         page = None
         try:
             port_file = profile / "DevToolsActivePort"
@@ -133,3 +137,5 @@ def chromium_page(width: int = 1400, height: int = 1000):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            with contextlib.suppress(ProcessLookupError):  # its helper processes too
+                os.killpg(proc.pid, signal.SIGKILL)
