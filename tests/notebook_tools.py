@@ -202,13 +202,11 @@ def solved(learner: nbformat.NotebookNode, assignment: str) -> nbformat.Notebook
     return nb
 
 
-def run_in_process(nb, stop_after: str | None = None, stop_before=None, fail_fast: bool = False,
-                   cell_timeout: int = 600) -> Run:
+def run_in_process(nb, stop_after: str | None = None, fail_fast: bool = False, cell_timeout: int = 600) -> Run:
     """Execute ``nb`` the way one plain kernel would (every cell, tests included, in one
     namespace; no sandbox, no judge), in a fresh in-process IPython shell: far cheaper than
     a kernel of its own. With ``stop_after``, stop once the test cell of that ``grade_id``
-    ran; with ``stop_before`` (a predicate on cells), stop before the first cell it holds
-    for; with ``fail_fast``, stop after the first test cell that fails. A cell running past
+    ran; with ``fail_fast``, stop after the first test cell that fails. A cell running past
     ``cell_timeout`` seconds fails with ``TimeoutError``. The
     process-wide state a notebook may change (random generators, default dtype, threads,
     warning filters, the working folder) is put back afterwards."""
@@ -232,8 +230,6 @@ def run_in_process(nb, stop_after: str | None = None, stop_before=None, fail_fas
             for i, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
-                if stop_before is not None and stop_before(cell):
-                    break
                 signal.alarm(cell_timeout)
                 try:
                     result = shell.run_cell(cell.source, store_history=False, silent=True)

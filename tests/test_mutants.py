@@ -73,12 +73,9 @@ def test_every_exercise_has_mutants():
 def _only_its_question(nb, question: str):
     """For a wrong multiple-choice answer: the notebook without its training runs and without
     the other tests (an answer depends on neither), so that the question's own test decides
-    and a training chapter is not trained once per wrong letter."""
-    nb = copy.deepcopy(nb)
-    nb.cells = [
-        c for c in nb.cells
-        if not nbt.is_training_cell(c) and (not nbt.is_test_cell(c) or nbt.nbgrader_meta(c)["grade_id"] == f"test_{question}")
-    ]
+    and a training chapter is not trained once per wrong letter (see :func:`_without_training`)."""
+    nb = _without_training(nb)
+    nb.cells = [c for c in nb.cells if not nbt.is_test_cell(c) or nbt.nbgrader_meta(c)["grade_id"] == f"test_{question}"]
     return nb
 
 
