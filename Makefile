@@ -54,8 +54,8 @@ test-fast: $(STAMP)
 # cell that installs its chapter's package), and each chapter's package as a wheel in
 # _build/wheels/ (what a learner downloads; `make book` publishes them in _static/wheels/).
 release: $(STAMP)
-	$(BIN)/python -m autograder release
-	$(BIN)/python -m autograder.learner_package _build/wheels
+	$(BIN)/python -m courseware release
+	$(BIN)/python -m courseware wheels _build/wheels
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
 grade: $(STAMP) system
@@ -69,10 +69,10 @@ clean:
 # ours with 1 and 2 workers against plain `nbgrader autograde`, where the time goes per stage;
 # fails if any two runs disagree on a score. Last line: the speed-up and the ratio to nbgrader.
 bench-grade: $(STAMP) system
-	$(BIN)/python -m autograder.bench --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
+	$(BIN)/python -m benchmarks.grading --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
 
 # The course's Transformer against torch.nn.Transformer configured the same, on the same
 # batches: ms per training step, tokens/s, peak memory, seconds to 95 % held-out exact
 # match; on the CPU (one thread) and on CUDA when present. Last line: the step-time ratio.
 bench: $(STAMP)
-	$(BIN)/python -m attention_course.benchmark
+	$(BIN)/python -m benchmarks.transformer

@@ -1,4 +1,4 @@
-"""How fast the grader grades, against plain nbgrader: ``python -m autograder.bench`` (``make bench-grade``).
+"""How fast the grader grades, against plain nbgrader: ``python -m benchmarks.grading`` (``make bench-grade``).
 
 Builds a batch in a temporary folder: for every assignment, the solution notebook, the
 blank learner notebook, and partly correct learner notebooks (half of the exercises filled
@@ -266,7 +266,7 @@ TRAINING = ("ch03_bahdanau_attention", "ch06_transformer_encoder", "ch07_transfo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.grading", description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", nargs="*", default=None,
                         help="assignments in the batch, or `all` (default: those that do not train a model)")
     parser.add_argument("--students", type=int, default=len(VARIANTS),
