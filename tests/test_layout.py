@@ -138,3 +138,29 @@ def test_each_package_says_in_three_lines_what_it_is_for_and_what_it_may_import(
         lines = doc.strip().splitlines()
         assert len(lines) == 3 and lines[2].startswith("May import:"), (
             f"{package}/__init__.py: three lines, the last 'May import: ...'; got {lines}")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string constants that are docstrings in ``tree``."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def test_the_grader_and_the_release_name_no_chapter():
+    """A new chapter touches solutions/, book/, _toc.yml and its mutants, and nothing in the
+    grader or the release: they find the chapters in solutions/ (course.assignments)."""
+    named = []
+    for package in ("autograder", "courseware"):
+        for path in sorted((nbt.ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            docstrings = _docstrings(tree)
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                        and any(a in node.value for a in nbt.assignments())):
+                    named.append(f"{path.relative_to(nbt.ROOT)}:{node.lineno}: {node.value[:60]!r}")
+    assert not named, "\n".join(named)
