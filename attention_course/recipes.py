@@ -7,8 +7,10 @@ and train their models from these recipes, and ``python -m attention_course.trai
 
 Each recipe is the shortest run found that clears its chapter's bar, with a margin, for
 seeds 0, 1 and 2 of the reference solution, trained on one CPU thread by the course's
-loop (:func:`attention_course.training.fit`) within 20 s of CPU time; the chapters' pages
-print what it took on the machine that built them.
+loop (:func:`attention_course.training.fit`). The aim is at most 20 s of CPU time; chapters
+3 and 6 take well under it, chapter 7 about 25 s, the least its model needs on the dates
+(its page gives the trials). The chapters' pages give the measurement and print what their
+own run took on the machine that built them.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ class Recipe:
       learning rate and schedule, how often to validate);
     * ``bar``: the held-out score the chapter's graded test requires (``None`` for a
       baseline that is not graded);
-    * ``max_seconds``: the wall-clock guard of the notebook's training cell, far above the
-      run's time on a laptop: a machine that slow stops early (and the run is then no
-      longer step-for-step reproducible).
+    * ``max_seconds``: the wall-clock guard of the notebook's training cell, ten times and
+      more the run's time on one idle thread, so that a busy shared machine (a hub, a test
+      suite running in parallel) still trains to the end; a machine slower than that stops
+      early, and the run is then no longer step-for-step reproducible.
 
     ``str(recipe)`` lists the sizes and the training arguments in one line each.
     """
@@ -43,7 +46,7 @@ class Recipe:
     model: Mapping[str, Any]
     training: Mapping[str, Any]
     bar: float | None = None
-    max_seconds: float = 120.0
+    max_seconds: float = 300.0
 
     def __str__(self) -> str:
         def listed(values: Mapping[str, Any]) -> str:
