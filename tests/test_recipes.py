@@ -58,3 +58,19 @@ def test_training_budget_rejects_an_unknown_chapter(capsys):
     with pytest.raises(SystemExit):
         main(["--chapters", "ch99"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_training_budget_summarises_the_seeds(monkeypatch, capsys):
+    from attention_course import training_budget
+
+    runs = {("ch03", 0): (12.0, 0.97), ("ch03", 1): (12.5, 0.95), ("ch07", 0): (25.0, 0.99), ("ch07", 1): (24.0, 0.94)}
+    monkeypatch.setattr(training_budget, "train_chapter", lambda chapter, seed: {
+        "cpu_seconds": runs[chapter, seed][0], "seconds": 1.0, "steps": 10, "score": runs[chapter, seed][1]})
+    assert main(["--chapters", "ch03", "--seeds", "0", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "ch03: slowest 12.5 CPU s (within the 20 s aim), lowest held-out exact match 95.00%, +5.0 points" in out
+    assert out.strip().endswith("budget: every chapter above its bar; all within 20 CPU s")
+    assert main(["--chapters", "ch03", "ch07", "--seeds", "0", "1"]) == 1  # seed 1 of ch07 misses its bar
+    out = capsys.readouterr().out
+    assert "ch07: slowest 25.0 CPU s (over the 20 s aim), lowest held-out exact match 94.00%, -1.0 points" in out
+    assert out.strip().endswith("budget: bar missed by ch07; over 20 CPU s: ch07")
