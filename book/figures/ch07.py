@@ -231,11 +231,12 @@ def course_learning_rate(step: int, num_steps: int = _RUN["num_steps"], d_model:
     return factor * noam_lr(step, d_model, warmup) * ending
 
 
-def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)), num_steps: int = 20_000):
+def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)), num_steps: int = 20_000,
+                 course_steps: int | None = None):
     """Figure. Left: :func:`noam_lr` for a few ``(d_model, warmup)`` pairs over
     ``num_steps`` steps. Right: the schedule of this chapter's training run
-    (:func:`course_learning_rate` with its defaults, chapter 7's recipe), with and without
-    the final cooldown."""
+    (:func:`course_learning_rate`, chapter 7's recipe, over ``course_steps`` steps, by
+    default the recipe's), with and without the final cooldown."""
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 3.8))
@@ -247,11 +248,12 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
     left.set_ylabel("learning rate")
     left.set_title("noam_lr(step, d_model, warmup)", fontsize=10)
     left.legend(fontsize="small")
-    course_steps, warmup, factor, d_model = _RUN["num_steps"], _RUN["warmup"], _RUN["factor"], TRANSFORMER.model["d_model"]
+    course_steps = course_steps or _RUN["num_steps"]
+    warmup, factor, d_model = _RUN["warmup"], _RUN["factor"], TRANSFORMER.model["d_model"]
     steps = np.arange(1, course_steps + 1)
     right.plot(steps, [factor * noam_lr(int(s), d_model, warmup) for s in steps], "--", color="0.55",
                label=f"{factor:g} · noam_lr(step, {d_model}, {warmup})")
-    right.plot(steps, [course_learning_rate(int(s)) for s in steps],
+    right.plot(steps, [course_learning_rate(int(s), course_steps) for s in steps],
                label="with the linear cooldown (train_transformer)")
     right.axvspan(course_steps * (1 - _RUN["cooldown"]), course_steps, color="0.92", zorder=0)
     right.set_xlabel("step")
