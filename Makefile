@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench
+.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench train-budget
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -80,3 +80,9 @@ bench-grade: $(STAMP) install-sandbox
 # match; on the CPU (one thread) and on CUDA when present. Last line: the step-time ratio.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.transformer
+
+# The chapters' graded trainings: the reference solution trained from its recipe
+# (attention_course/recipes.py) on one CPU thread for seeds 0, 1, 2: CPU seconds and the
+# held-out score against the bar. Last line: whether all fit the budget above their bars.
+train-budget: $(STAMP)
+	$(BIN)/python -m benchmarks.training_budget

@@ -1,8 +1,8 @@
 """The translation task of chapters 3 and 7: dates in many written forms -> ISO dates.
 
 ``"3rd of March 1998"``, ``"03/03/98"``, ``"Tuesday, March 3, 1998"``, ``"1998.03.03"``
-... all become ``"1998-03-03"``. The task is small enough to train on a laptop CPU in a
-minute, yet it has what makes translation need attention: the output is a
+... all become ``"1998-03-03"``. The task is small enough to train on one CPU thread in
+seconds, yet it has what makes translation need attention: the output is a
 *reordering* of the input (the year comes first in the output and last in most inputs),
 lengths differ (8 to 29 characters in, always 10 out), and some of the input must be
 ignored (the weekday) or rewritten (month names become numbers, ``98`` becomes ``1998``).

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attention_course.recipes import TRANSFORMER
 from attention_course.training import fit, init_transformer_weights
 
 __all__ = [
@@ -234,20 +235,25 @@ def translate(model, task, sources, decode, max_len: int = 12):
     return [task.tgt_vocab.decode(row) for row in ids.cpu()], model.decoder.attention_weights
 
 
-def make_transformer(task, transformer_class, d_model: int = 64, num_heads: int = 4, d_ff: int = 128,
-                     num_layers: int = 2, dropout: float = 0.0, max_len: int = 64) -> nn.Module:
+_SIZES, _RUN = TRANSFORMER.model, TRANSFORMER.training
+
+
+def make_transformer(task, transformer_class, d_model: int = _SIZES["d_model"], num_heads: int = _SIZES["num_heads"],
+                     d_ff: int = _SIZES["d_ff"], num_layers: int = _SIZES["num_layers"], dropout: float = 0.0,
+                     max_len: int = _SIZES["max_len"]) -> nn.Module:
     """A ``transformer_class`` (chapter 7's ``Transformer``, say) sized for ``task`` (a
     :class:`~attention_course.dates.DateTask`), with
-    :func:`~attention_course.training.init_transformer_weights`."""
+    :func:`~attention_course.training.init_transformer_weights`. The default sizes are
+    chapter 7's recipe, :data:`attention_course.recipes.TRANSFORMER`."""
     model = transformer_class(len(task.src_vocab), len(task.tgt_vocab), d_model, num_heads, d_ff, num_layers,
                               dropout, max_len)
     return init_transformer_weights(model)
 
 
-def train_transformer(model: nn.Module, task, num_steps: int = 400, batch_size: int = 128, factor: float = 0.6,
-                      warmup: int = 100, cooldown: float = 0.3, device=None, seed: int = 0,
-                      max_seconds: float | None = None, progress: bool = True, *, schedule: Callable,
-                      shift: Callable) -> dict:
+def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"], batch_size: int = _RUN["batch_size"],
+                      factor: float = _RUN["factor"], warmup: int = _RUN["warmup"], cooldown: float = _RUN["cooldown"],
+                      device=None, seed: int = 0, max_seconds: float | None = None, progress: bool = True, *,
+                      schedule: Callable, shift: Callable) -> dict:
     """Train a Transformer on ``task`` (the dates of chapter 3) with teacher forcing.
 
     The recipe of the course: Adam with ``betas = (0.9, 0.98)`` as in the paper, the
@@ -258,7 +264,8 @@ def train_transformer(model: nn.Module, task, num_steps: int = 400, batch_size: 
     (cross-entropy over the real tokens). Each batch's full target ``[<bos>, ..., <eos>]``
     is cut by ``shift`` (chapter 7's ``teacher_forcing_pair``) into what the decoder reads and what
     it must predict. ``schedule`` and ``shift`` are given by the caller: the exercise
-    notebook trains with the learner's own functions.
+    notebook trains with the learner's own functions. The defaults are chapter 7's recipe,
+    :data:`attention_course.recipes.TRANSFORMER`.
 
     Returns the history of :func:`train_seq2seq`.
     """

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_course.recipes import ENCODER, WINDOW_MLP
 from attention_course.reference.ch05 import sinusoidal_positional_encoding
 from attention_course.reference.ch06 import EncoderBlock, LayerNorm, TransformerEncoder
 from attention_course.tagging import (
@@ -425,34 +426,35 @@ def window_ceiling(task: TaggingTask, window: int = 3) -> dict[str, float]:
 
 def train_duplicate_models(task: TaggingTask, seed: int = 0, device=None) -> dict:
     """Train the chapter's two models on ``task`` with
-    :func:`~attention_course.tagging.train_tagger` (batch 64, learning rate ``1e-3``):
+    :func:`~attention_course.tagging.train_tagger`, each from its recipe
+    (:mod:`attention_course.recipes`):
 
-    * ``"encoder"``: ``TokenClassifier(TransformerEncoder(vocab, 64, 4, 128, 2,
-      max_len=32), 64, 2)`` after :func:`~attention_course.training.init_transformer_weights`,
-      600 steps, validation every 50;
-    * ``"window"``: ``WindowMLP(vocab, 2)`` (3 neighbours on each side), 1200 steps,
-      validation every 100.
+    * ``"encoder"``: ``TokenClassifier(TransformerEncoder(vocab, **ENCODER.model), d_model, 2)``
+      after :func:`~attention_course.training.init_transformer_weights`, as the exercise
+      notebook trains it;
+    * ``"window"``: ``WindowMLP(vocab, 2, **WINDOW_MLP.model)``, the fixed-window baseline.
 
     Each model is built right after ``torch.manual_seed(seed)``, so the run is
-    reproducible on one machine. Returns ``{name: {"model", "history",
+    reproducible on one machine. Returns ``{name: {"model", "history", "recipe",
     "test_accuracy"}}`` (held-out token accuracy on ``task.test``).
     """
     def encoder() -> nn.Module:
+        sizes = ENCODER.model
         return init_transformer_weights(
-            TokenClassifier(TransformerEncoder(task.vocab_size, 64, 4, 128, 2, max_len=32), 64, task.num_labels)
+            TokenClassifier(TransformerEncoder(task.vocab_size, **sizes), sizes["d_model"], task.num_labels)
         )
 
     def window() -> nn.Module:
-        return WindowMLP(task.vocab_size, task.num_labels)
+        return WindowMLP(task.vocab_size, task.num_labels, **WINDOW_MLP.model)
 
-    plans = {"encoder": (encoder, 600, 50), "window": (window, 1200, 100)}
+    plans = {"encoder": (encoder, ENCODER), "window": (window, WINDOW_MLP)}
     runs = {}
-    for name, (build, num_steps, eval_every) in plans.items():
+    for name, (build, recipe) in plans.items():
         torch.manual_seed(seed)
         model = build()
-        history = train_tagger(model, task, num_steps=num_steps, batch_size=64, lr=1e-3, seed=seed, device=device,
-                               eval_every=eval_every, progress=False)
-        runs[name] = {"model": model, "history": history, "test_accuracy": token_accuracy(model, task.test)}
+        history = train_tagger(model, task, **recipe.training, seed=seed, device=device, progress=False)
+        runs[name] = {"model": model, "history": history, "recipe": recipe,
+                      "test_accuracy": token_accuracy(model, task.test)}
     return runs
 
 
@@ -474,7 +476,8 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
                    label=f"best any window model can do: {ceiling['ceiling']:.1%}")
         ax.axhline(100 * ceiling["always_no"], color="0.5", linestyle=":", linewidth=1,
                    label=f"always answer 'no': {ceiling['always_no']:.1%}")
-    ax.set_xlabel("training step (batches of 64 strings)")
+    batch_sizes = sorted({run["recipe"].training["batch_size"] for run in runs.values()})
+    ax.set_xlabel(f"training step (batches of {' or '.join(map(str, batch_sizes))} strings)")
     ax.set_ylabel("validation token accuracy (%)")
     ax.set_ylim(40, 101)
     ax.legend(fontsize="small", loc="lower right")

@@ -24,6 +24,7 @@ from attention_course.reference.ch07 import (
     noam_lr,
     teacher_forcing_pair,
 )
+from attention_course.recipes import BAHDANAU, TRANSFORMER
 from attention_course.seq2seq import make_seq2seq, make_transformer, train_seq2seq, train_transformer
 from attention_course.twins import to_torch_decoder_layer
 from figures.ch06 import padding_to_attention_mask
@@ -216,21 +217,26 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
 # --------------------------------------------------------------------------------------
 
 
-def course_learning_rate(step: int, num_steps: int = 400, d_model: int = 64, warmup: int = 100,
-                         factor: float = 0.6, cooldown: float = 0.3) -> float:
+_RUN = TRANSFORMER.training
+
+
+def course_learning_rate(step: int, num_steps: int = _RUN["num_steps"], d_model: int = TRANSFORMER.model["d_model"],
+                         warmup: int = _RUN["warmup"], factor: float = _RUN["factor"],
+                         cooldown: float = _RUN["cooldown"]) -> float:
     """The learning rate that :func:`train_transformer` uses at ``step`` (from 1) with these
-    arguments: ``factor * noam_lr(step, d_model, warmup)``, times a factor that falls
-    linearly from 1 to 0 over the last ``cooldown`` fraction of the ``num_steps`` steps."""
+    arguments (by default chapter 7's recipe): ``factor * noam_lr(step, d_model, warmup)``,
+    times a factor that falls linearly from 1 to 0 over the last ``cooldown`` fraction of the
+    ``num_steps`` steps."""
     ending = min(1.0, (num_steps - step + 1) / max(cooldown * num_steps, 1.0))
     return factor * noam_lr(step, d_model, warmup) * ending
 
 
 def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)), num_steps: int = 20_000,
-                 course_steps: int = 400):
+                 course_steps: int | None = None):
     """Figure. Left: :func:`noam_lr` for a few ``(d_model, warmup)`` pairs over
     ``num_steps`` steps. Right: the schedule of this chapter's training run
-    (:func:`course_learning_rate` with its defaults over ``course_steps`` steps), with
-    and without the final cooldown."""
+    (:func:`course_learning_rate`, chapter 7's recipe, over ``course_steps`` steps, by
+    default the recipe's), with and without the final cooldown."""
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 3.8))
@@ -242,14 +248,16 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
     left.set_ylabel("learning rate")
     left.set_title("noam_lr(step, d_model, warmup)", fontsize=10)
     left.legend(fontsize="small")
+    course_steps = course_steps or _RUN["num_steps"]
+    warmup, factor, d_model = _RUN["warmup"], _RUN["factor"], TRANSFORMER.model["d_model"]
     steps = np.arange(1, course_steps + 1)
-    right.plot(steps, [0.6 * noam_lr(int(s), 64, 100) for s in steps], "--", color="0.55",
-               label="0.6 · noam_lr(step, 64, 100)")
+    right.plot(steps, [factor * noam_lr(int(s), d_model, warmup) for s in steps], "--", color="0.55",
+               label=f"{factor:g} · noam_lr(step, {d_model}, {warmup})")
     right.plot(steps, [course_learning_rate(int(s), course_steps) for s in steps],
                label="with the linear cooldown (train_transformer)")
-    right.axvspan(course_steps * 0.7, course_steps, color="0.92", zorder=0)
+    right.axvspan(course_steps * (1 - _RUN["cooldown"]), course_steps, color="0.92", zorder=0)
     right.set_xlabel("step")
-    right.set_title(f"this chapter's run: {course_steps} steps, warmup 100, d_model 64", fontsize=10)
+    right.set_title(f"this chapter's run: {course_steps} steps, warmup {warmup}, d_model {d_model}", fontsize=10)
     right.legend(fontsize="small")
     fig.tight_layout()
     return fig
@@ -279,27 +287,27 @@ def parameter_breakdown(model: Transformer) -> dict[str, int]:
 
 
 def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transformer, dict]:
-    """The chapter's run: :func:`make_transformer` with its defaults, drawn after
-    ``torch.manual_seed(seed)``, trained by :func:`train_transformer` with its defaults
-    (``train_options`` override them) without a progress bar. Returns ``(model,
-    history)``."""
+    """The chapter's run, as its notebook makes it: :func:`make_transformer` with chapter 7's
+    recipe (:data:`~attention_course.recipes.TRANSFORMER`), drawn after
+    ``torch.manual_seed(seed)``, trained by :func:`train_transformer` with the recipe
+    (``train_options`` override it) without a progress bar. Returns ``(model, history)``."""
     torch.manual_seed(seed)
-    model = make_transformer(task, Transformer)
+    model = make_transformer(task, Transformer, **TRANSFORMER.model)
     history = train_transformer(model, task, seed=seed, progress=False, schedule=noam_lr,
-                                shift=teacher_forcing_pair, **train_options)
+                                shift=teacher_forcing_pair, **{**TRANSFORMER.training, **train_options})
     return model, history
 
 
 def train_date_bahdanau(task, seed: int = 0) -> tuple[nn.Module, dict]:
-    """Chapter 3's run, as its page makes it: ``make_seq2seq(task, BahdanauDecoder, embed_size=32,
-    num_hiddens=64)`` after ``torch.manual_seed(seed)``, 300 steps of 128 dates at a
-    learning rate of ``1e-2``. Returns ``(model, history)``."""
+    """Chapter 3's run, as its page and its notebook make it: ``make_seq2seq(task,
+    BahdanauDecoder)`` with chapter 3's recipe (:data:`~attention_course.recipes.BAHDANAU`)
+    after ``torch.manual_seed(seed)``, trained by :func:`train_seq2seq` with the recipe.
+    Returns ``(model, history)``."""
     from attention_course.reference.ch03 import BahdanauDecoder, sequence_loss
 
     torch.manual_seed(seed)
-    model = make_seq2seq(task, BahdanauDecoder, embed_size=32, num_hiddens=64)
-    history = train_seq2seq(model, task, sequence_loss, num_steps=300, batch_size=128, lr=1e-2, seed=seed,
-                            eval_every=25, progress=False)
+    model = make_seq2seq(task, BahdanauDecoder, **BAHDANAU.model)
+    history = train_seq2seq(model, task, sequence_loss, **BAHDANAU.training, seed=seed, progress=False)
     return model, history
 
 

@@ -1,0 +1,93 @@
+"""The training runs of the chapters that train (3, 6 and 7): one place for every number.
+
+A :class:`Recipe` holds the sizes of a chapter's model, the arguments of its training loop
+and the held-out bar its graded test sets. The exercise notebooks and the book's pages build
+and train their models from these recipes, and ``python -m benchmarks.training_budget``
+(``make train-budget``) measures them, so a number changed here changes all three.
+
+Each recipe is the shortest run found that clears its chapter's bar, with a margin, for
+seeds 0, 1 and 2 of the reference solution, trained on one CPU thread by the course's
+loop (:func:`attention_course.training.fit`). The aim is at most 20 s of CPU time; chapters
+3 and 6 take well under it, chapter 7 about 25 s, the least its model needs on the dates
+(its page gives the trials). The chapters' pages give the measurement and print what their
+own run took on the machine that built them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["Recipe", "BAHDANAU", "ENCODER", "WINDOW_MLP", "TRANSFORMER"]
+
+
+def _frozen(**values: Any) -> Mapping[str, Any]:
+    return MappingProxyType(dict(values))
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """A chapter's training run.
+
+    * ``model``: keyword arguments of the model's constructor (its sizes);
+    * ``training``: keyword arguments of the chapter's training loop (steps, batch size,
+      learning rate and schedule, how often to validate);
+    * ``bar``: the held-out score the chapter's graded test requires (``None`` for a
+      baseline that is not graded);
+    * ``max_seconds``: the wall-clock guard of the notebook's training cell, ten times and
+      more the run's time on one idle thread, so that a busy shared machine (a hub, a test
+      suite running in parallel) still trains to the end; a machine slower than that stops
+      early, and the run is then no longer step-for-step reproducible.
+
+    ``str(recipe)`` lists the sizes and the training arguments in one line each.
+    """
+
+    model: Mapping[str, Any]
+    training: Mapping[str, Any]
+    bar: float | None = None
+    max_seconds: float = 300.0
+
+    def __str__(self) -> str:
+        def listed(values: Mapping[str, Any]) -> str:
+            return ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+                             for name, value in values.items())
+
+        return f"model: {listed(self.model)}\ntraining: {listed(self.training)}"
+
+
+#: Chapter 3: a GRU encoder and a Bahdanau decoder on the dates
+#: (:func:`~attention_course.seq2seq.make_seq2seq`, :func:`~attention_course.seq2seq.train_seq2seq`);
+#: the bar is held-out exact match.
+BAHDANAU = Recipe(
+    model=_frozen(embed_size=32, num_hiddens=64),
+    training=_frozen(num_steps=300, batch_size=64, lr=1e-2, eval_every=50),
+    bar=0.90,
+)
+
+#: Chapter 6: a Transformer encoder with a linear layer per token on the duplicate-letter task
+#: (``TokenClassifier(TransformerEncoder(vocab_size, **model), model["d_model"], 2)``,
+#: :func:`~attention_course.tagging.train_tagger`); the bar is held-out token accuracy.
+ENCODER = Recipe(
+    model=_frozen(d_model=64, num_heads=4, d_ff=128, num_layers=2, max_len=32),
+    training=_frozen(num_steps=200, batch_size=64, lr=5e-3, warmup=20, eval_every=25),
+    bar=0.90,
+)
+
+#: Chapter 6's baseline, trained on its book page only: ``WindowMLP(vocab_size, 2, **model)``
+#: with :func:`~attention_course.tagging.train_tagger`.
+WINDOW_MLP = Recipe(
+    model=_frozen(window=3, embed_size=32, num_hiddens=256),
+    training=_frozen(num_steps=400, batch_size=64, lr=5e-3, warmup=20, eval_every=50),
+)
+
+#: Chapter 7: the whole Transformer on the dates
+#: (:func:`~attention_course.seq2seq.make_transformer`,
+#: :func:`~attention_course.seq2seq.train_transformer`: ``factor`` times chapter 7's
+#: ``noam_lr(step, d_model, warmup)``, brought down to 0 over the last ``cooldown`` of the
+#: steps); the bar is held-out exact match.
+TRANSFORMER = Recipe(
+    model=_frozen(d_model=64, num_heads=4, d_ff=128, num_layers=2, max_len=64),
+    training=_frozen(num_steps=300, batch_size=128, factor=0.8, warmup=60, cooldown=0.3),
+    bar=0.95,
+)
