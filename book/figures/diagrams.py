@@ -233,7 +233,7 @@ def draw_bahdanau():
         if states:
             _arrow(ax, states[-1]["right"], gru["left"])
         states.append(gru)
-    ax.text(4.85, 1.2, "encoder states\nh(1) … h(S): (B, S, h)", ha="left", va="center",
+    ax.text(4.85, 1.2, "encoder states\nh(1) … h(S): (B, S, H)", ha="left", va="center",
             fontsize=SHAPE, family="monospace")
     ax.text(4.85, 0.35, "embedded source (B, S, E)", ha="left", va="center", fontsize=SHAPE,
             family="monospace")
@@ -242,17 +242,17 @@ def draw_bahdanau():
     for gru in states:
         _arrow(ax, gru["top"], (gru["top"][0], attention["bottom"][1]), colour="#999999")
     previous = _box(ax, 6.6, 2.55, 1.3, 0.45, "s(t-1)", "rnn")
-    _arrow(ax, previous["left"], attention["right"], "query (B, h)", side="above", offset=0.04)
+    _arrow(ax, previous["left"], attention["right"], "query (B, H)", side="above", offset=0.04)
     ax.text(6.6, 2.1, "previous state", ha="center", va="center", fontsize=SMALLEST)
     context = _box(ax, 2.5, 3.6, 1.5, 0.42, "context c(t)", "data")
     _arrow(ax, attention["top"], context["bottom"], "weights (B, S), sum to 1")
     concat = _box(ax, 2.5, 4.5, 1.5, 0.42, "concatenate", "linear")
-    _arrow(ax, context["top"], concat["bottom"], "(B, h)")
+    _arrow(ax, context["top"], concat["bottom"], "(B, H)")
     embed = _box(ax, 0.75, 4.5, 1.3, 0.42, "embed y(t-1)", "embed")
     _arrow(ax, embed["right"], concat["left"])
     ax.text(1.4, 4.15, "(B, E)", ha="left", va="center", fontsize=SHAPE, family="monospace")
     gru = _box(ax, 6.6, 4.5, 1.0, 0.45, "GRU", "rnn")
-    _arrow(ax, concat["right"], gru["left"], "(B, E + h)", side="above", offset=0.04)
+    _arrow(ax, concat["right"], gru["left"], "(B, E + H)", side="above", offset=0.04)
     _arrow(ax, previous["top"], gru["bottom"], "state")
     out = _box(ax, 6.6, 5.4, 1.7, 0.42, "linear: logits (B, V)", "linear")
     _arrow(ax, gru["top"], out["bottom"], "s(t)", side="left")
