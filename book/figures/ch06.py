@@ -320,7 +320,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
         sentences = [sentence] + [tokens(n) for n in lengths]
         companions.append(normalise(*padded_batch(sentences, max(sentence_len, *lengths))))
     every = padding + companions
-    return {
+    result = {
         "methods": methods,
         "padded_lengths": list(padded_lengths),
         "padding": {m: [float(out[m][0, 0]) for out in padding] for m in methods},
@@ -329,6 +329,10 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
             m: float((torch.stack([out[m] for out in every]) - every[0][m]).abs().max()) for m in methods
         },
     }
+    # what the page says of the printout: both batch norms change with the batch, layer norm not at all
+    *batch_norms, layer_norm = result["largest_change"].values()
+    assert layer_norm == 0.0 and min(batch_norms) > 0.01, result["largest_change"]
+    return result
 
 
 def plot_batch_dependence(result: dict | None = None, **kwargs):
@@ -411,11 +415,14 @@ def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 3
         ours = block(X, padding_to_attention_mask(real))
         theirs = twin(X, src_key_padding_mask=~real)  # PyTorch: True = padding
         masked = (ours - theirs)[real].abs().max()
-    return {
+    result = {
         "LayerNorm vs nn.LayerNorm": float(layer_norm),
         "EncoderBlock vs nn.TransformerEncoderLayer, no mask": float(unmasked),
         "EncoderBlock vs nn.TransformerEncoderLayer, padding mask": float(masked),
     }
+    # the page calls these "rounding errors of float64"
+    assert max(result.values()) < 1e-12, f"the blocks no longer agree to float64 rounding: {result}"
+    return result
 
 
 # --------------------------------------------------------------------------------------

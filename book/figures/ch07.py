@@ -170,7 +170,9 @@ def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4
     with torch.no_grad():
         ours = block(X, memory, tgt_mask, padding_to_attention_mask(src_mask))
         theirs = twin(X, memory, tgt_mask=~tgt_mask, memory_key_padding_mask=~src_mask)
-    return float((ours - theirs).abs().max())
+    difference = float((ours - theirs).abs().max())
+    assert difference < 1e-12, f"the layers no longer agree to float64 rounding: {difference}"
+    return difference
 
 
 def _decode_without_causal_mask(model: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor,
@@ -211,6 +213,10 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
                              ("without it", lambda y, m, s: _decode_without_causal_mask(model, y, m, s))):
             change = (decode(edited, memory, src_mask) - decode(tgt_in, memory, src_mask)).abs()
             result[name] = change[0].amax(dim=-1).tolist()
+    # what the page says of the printout: with the mask, the positions before the change do not
+    # move at all and the others do; without it, every position moves
+    masked, unmasked = result.values()
+    assert max(masked[:changed]) == 0.0 and min(masked[changed:]) > 0.0 and min(unmasked) > 0.0, result
     return result
 
 
