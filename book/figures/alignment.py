@@ -140,10 +140,10 @@ def describe_fields(weights, sources, translations, at_least: float = 0.5) -> st
     result = field_alignment(weights, sources, translations)
     lines = []
     for field, (hits, total) in result["in_field"].items():
-        lines.append(f"{field:5s}: {hits} of {total} output characters weigh most in the source field that holds the {field}")
+        lines.append(f"{field:5s}: {hits} of {total} characters weigh most in the source's {field} field")
     if result["weekday_share"] is not None:
-        lines.append(f"the weekday gets {result['weekday_share']:.1%} of the weight (evenly spread weights would "
-                     f"give it {result['weekday_even']:.1%})")
+        lines.append(f"weekday: {result['weekday_share']:.1%} of the weight (evenly spread: "
+                     f"{result['weekday_even']:.1%})")
     hits = sum(h for h, _ in result["in_field"].values())
     total = sum(t for _, t in result["in_field"].values())
     assert total and hits >= at_least * total, (

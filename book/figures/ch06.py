@@ -217,11 +217,12 @@ def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16
         qk = np.array(result[label]["query_key"]) / norms
         dead = [b for b in range(len(qk)) if (qk[b:] < rounding).all()]
         facts[label] = (orders, spread, dead)
-        where = (f"from block {dead[0] + 1} on, |grad W_q, W_k| is below {rounding:g} of the block's "
+        where = (f"|grad W_q, W_k| below {rounding:g} of the block's from block {dead[0] + 1} on "
                  f"(largest {np.array(result[label]['query_key'])[dead[0]:].max():.0e})" if dead
                  else "W_q, W_k get a gradient in every block")
-        lines.append(f"{label:36s} last block / first block: {orders:5.1f} orders of magnitude "
-                     f"({10 ** (orders / (len(norms) - 1)):.2g} per block); {where}")
+        lines += [label, f"    block {len(norms)} / block 1: {orders:.1f} orders of magnitude, "
+                         f"x{10 ** (orders / (len(norms) - 1)):.2g} per block",
+                  f"    {where}"]
         assert (result[label]["spread"] < rounding) == (not residual) and bool(dead) == (not residual), (
             f"{label}: the residual connection no longer decides whether the tokens stay apart")
     (bare_orders, _, _), *others = facts.values()

@@ -480,16 +480,16 @@ def describe_self_attention(translated: dict) -> str:
     decoder_spread = float(np.concatenate(decoder_spread).mean())
     encoder_spread = float(np.concatenate(encoder_spread).mean())
     lines = [
-        f"decoder self-attention: largest weight above the diagonal {above:.1g}",
-        f"  strongest key at the same position in all {len(sources)} dates: {int(same.sum())} of {same.size} "
-        f"(head, output step) pairs, the first step left out",
-        "  what the strongest keys are: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()),
+        f"decoder self-attention, largest weight above the diagonal: {above:.1g}",
+        f"  strongest key at the same place in all {len(sources)} dates:",
+        f"    {int(same.sum())} of {same.size} (head, step) pairs, step 0 left out",
+        "  strongest keys: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()),
         f"  spread of the rows (0 one-hot, 1 even): {decoder_spread:.2f}",
-        f"encoder self-attention: spread of the rows {encoder_spread:.2f}",
+        f"encoder self-attention, spread of the rows: {encoder_spread:.2f}",
     ]
     if year_share:
-        lines.append(f"  the characters of the year put {np.mean(year_share):.0%} of their weight on the year "
-                     f"(evenly spread weights: {np.mean(year_even):.0%})")
+        lines.append(f"  year characters' weight on the year: {np.mean(year_share):.0%} "
+                     f"(evenly spread: {np.mean(year_even):.0%})")
     assert above == 0.0, "the decoder attends to a later position: the causal mask no longer works"
     assert encoder_spread > decoder_spread, "the encoder's rows are no longer more spread out than the decoder's"
     assert year_share and np.mean(year_share) > np.mean(year_even), (
