@@ -102,8 +102,10 @@ def fit(
 def init_transformer_weights(model: nn.Module) -> nn.Module:
     """Give ``model`` the usual starting weights of a Transformer, whatever its layers drew.
 
-    Every ``nn.Linear`` weight is Xavier-uniform with a zero bias (as
-    ``torch.nn.Transformer`` does), every ``nn.Embedding`` is normal with standard deviation
+    Every ``nn.Linear`` weight is Xavier-uniform (``torch.nn.Transformer`` gives the same
+    to every parameter with more than one dimension) and every ``nn.Linear`` bias zero
+    (``torch.nn.Transformer`` zeroes its attention's biases but leaves the feed-forward
+    biases at ``nn.Linear``'s default), every ``nn.Embedding`` is normal with standard deviation
     ``1 / sqrt(width)``, so that the embeddings scaled by ``sqrt(d_model)`` have entries of
     size about 1, like the positional encoding they are added to. (PyTorch's default
     ``N(0, 1)`` embeddings, scaled up, would drown the positions.) The course's training

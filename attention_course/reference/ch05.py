@@ -136,7 +136,8 @@ def layer_costs(n, d, k=3):
         self-attention only the n*n*d of the scores and the weighted sum; the n*d*d of
         the projections is dropped), sequential_ops the steps that must run one after
         another, max_path_length the steps between the two furthest positions (for the
-        CNN n / k as a float, not rounded: about n/k stacked layers of kernel width k).
+        CNN n / k as a float, not rounded: the order O(n/k) of its path; the exact number of
+        stacked layers of a centred kernel of width k is ceil(2 (n - 1) / (k - 1))).
     """
     return {
         "self_attention": (n * n * d, 1, 1),

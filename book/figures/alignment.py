@@ -51,6 +51,107 @@ def strongest_sources(weights, source: str, translation: str) -> list[tuple[str,
     return rows
 
 
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+          "october", "november", "december")
+
+
+def _runs(source: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every run of digits or of letters in ``source`` (end exclusive)."""
+    ends = sorted(_field_ends(source))
+    runs, start = [], None
+    for i, char in enumerate(source):
+        if char.isalnum() and start is None:
+            start = i
+        if i in ends:
+            runs.append((start, i + 1))
+            start = None
+    return runs
+
+
+def date_fields(source: str, iso: str) -> dict[str, set[int]]:
+    """Which source positions hold the year, the month, the day and the weekday of the date
+    ``iso`` (``yyyy-mm-dd``, the translation): a run of digits whose value is the field's
+    (the year also as its last two digits; the month only when no run of letters names it),
+    a day's ordinal suffix with it, a run of letters that begins a month's name, a run of letters ending in "day". A field that cannot be
+    told apart (the day and the month of ``03/03/98``) gets every run that could hold it.
+    Empty sets when ``iso`` is not a date."""
+    fields = {"year": set(), "month": set(), "day": set(), "weekday": set()}
+    try:
+        year, month, day = (int(part) for part in iso.split("-"))
+    except ValueError:
+        return fields
+    runs = _runs(source)
+    named_month = any(len(source[start:end]) >= 3 and MONTHS[month - 1].startswith(source[start:end].lower())
+                      for start, end in runs)
+    for k, (start, end) in enumerate(runs):
+        text = source[start:end].lower()
+        span = set(range(start, end))
+        if text.isdigit():
+            value = int(text)
+            if (len(text) == 4 and value == year) or (len(text) == 2 and value == year % 100 and k == len(runs) - 1):
+                fields["year"] |= span
+            if len(text) <= 2 and value == month and not named_month:
+                fields["month"] |= span
+            if len(text) <= 2 and value == day:
+                fields["day"] |= span
+                if k + 1 < len(runs) and runs[k + 1][0] == end and source[end:runs[k + 1][1]] in ("st", "nd", "rd", "th"):
+                    fields["day"] |= set(range(*runs[k + 1]))
+        elif len(text) >= 3 and MONTHS[month - 1].startswith(text):
+            fields["month"] |= span
+        elif text.endswith("day"):
+            fields["weekday"] |= span
+    return fields
+
+
+def field_alignment(weights, sources, translations) -> dict:
+    """For the output characters of the year (``yyyy``), the month and the day of each
+    translation, whether the source position they weigh most (heads averaged) lies in the
+    source field that holds the same part of the date (:func:`date_fields`); and the share
+    of all the weight that falls on a weekday, next to the share that evenly spread weights
+    would give it. Returns ``{"in_field": {field: (hits, total)}, "weekday_share": float or
+    None, "weekday_even": float or None}`` (``None`` when no source has a weekday)."""
+    counts = {field: [0, 0] for field in ("year", "month", "day")}
+    outputs = {"year": range(0, 4), "month": range(5, 7), "day": range(8, 10)}
+    weekday_weight, weekday_rows, weekday_even = 0.0, 0, 0.0
+    for w, source, translation in zip(weights, sources, translations):
+        fields = date_fields(source, translation)
+        rows = strongest_sources(w, source, translation)
+        for field, positions in outputs.items():
+            for t in positions:
+                if t < len(rows):
+                    counts[field][0] += rows[t][1] in fields[field]
+                    counts[field][1] += 1
+        if fields["weekday"]:
+            mean = _as_array(w)
+            mean = (mean if mean.ndim == 2 else mean.mean(axis=0))[: len(translation) + 1, : len(source)]
+            weekday_weight += float(mean[:, sorted(fields["weekday"])].sum())
+            weekday_rows += mean.shape[0]
+            weekday_even += mean.shape[0] * len(fields["weekday"]) / len(source)
+    return {"in_field": {field: tuple(c) for field, c in counts.items()},
+            "weekday_share": weekday_weight / weekday_rows if weekday_rows else None,
+            "weekday_even": weekday_even / weekday_rows if weekday_rows else None}
+
+
+def describe_fields(weights, sources, translations, at_least: float = 0.5) -> str:
+    """Lines that count what :func:`field_alignment` finds, and a check that the page's
+    words still hold: at least ``at_least`` of the year, month and day characters together
+    weigh most in their own source field (raises ``AssertionError`` otherwise, which stops
+    the book's build)."""
+    result = field_alignment(weights, sources, translations)
+    lines = []
+    for field, (hits, total) in result["in_field"].items():
+        lines.append(f"{field:5s}: {hits} of {total} characters weigh most in the source's {field} field")
+    if result["weekday_share"] is not None:
+        lines.append(f"weekday: {result['weekday_share']:.1%} of the weight (evenly spread: "
+                     f"{result['weekday_even']:.1%})")
+    hits = sum(h for h, _ in result["in_field"].values())
+    total = sum(t for _, t in result["in_field"].values())
+    assert total and hits >= at_least * total, (
+        f"only {hits} of {total} date characters weigh most in their own source field: the page's "
+        f"description of the alignment no longer holds")
+    return "\n".join(lines)
+
+
 def describe_alignment(weights, sources, translations) -> str:
     """A few lines per example: which source character each output character weighs most,
     and how many of those are the last character of a source field (digits or letters).

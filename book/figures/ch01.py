@@ -120,6 +120,10 @@ def plot_loo_curve(data: RegressionData | None = None, bandwidths: Sequence[floa
         errors = np.array([loo_cv_error(data.x_train, data.y_train, h, kernel=name) for h in bandwidths])
         j = int(np.argmin(errors))
         best[name] = float(bandwidths[j])
+        # what the page says of each curve: high on both sides of a clear minimum, which sits a
+        # little above the noise variance 0.25 (the error of the true function)
+        assert 0 < j < len(bandwidths) - 1 and errors[j] < 0.8 * min(errors[0], errors[-1]), (name, errors)
+        assert 0.25 < errors[j] < 0.35, (name, errors[j])
         ax.plot(bandwidths, errors, color=f"C{i}", label=f"{_KERNEL_LABELS[name]} (best h = {bandwidths[j]:.2g})")
         ax.plot(bandwidths[j], errors[j], "o", color=f"C{i}")
     ax.set_xscale("log")

@@ -138,7 +138,9 @@ def torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4) -> dic
     with torch.no_grad():
         out = ours(queries, keys, values, mask)
         expected, weights = twin(queries, keys, values, attn_mask=~mask, average_attn_weights=False)
-    return {
+    result = {
         "largest |output difference|": float((out - expected).abs().max()),
         "largest |weight difference|": float((ours.attention_weights - weights).abs().max()),
     }
+    assert max(result.values()) < 1e-12, f"the layers no longer agree to float64 rounding: {result}"
+    return result

@@ -145,6 +145,14 @@ def _token_spread(X: torch.Tensor) -> float:
     return float((X - X.mean(dim=1, keepdim=True)).norm() / X.norm())
 
 
+def _random_batch(batch_size: int, seq_len: int, d_model: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The input and the target of :func:`gradient_norms_by_depth`, float64."""
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randn(batch_size, seq_len, d_model, generator=generator, dtype=torch.float64)
+    target = torch.randn(batch_size, seq_len, d_model, generator=generator, dtype=torch.float64)
+    return X, target
+
+
 def gradient_norms_by_depth(num_layers: int = 12, d_model: int = 64, num_heads: int = 4, d_ff: int = 128,
                             batch_size: int = 8, seq_len: int = 16, seed: int = 0) -> dict:
     """Build each of the four :data:`STACKS` of ``num_layers`` blocks (PyTorch's default
@@ -157,9 +165,7 @@ def gradient_norms_by_depth(num_layers: int = 12, d_model: int = 64, num_heads: 
     query and key projections (``W_q``, ``W_k``) alone, and the token spread of the
     stack's output (see :func:`_token_spread`; the random input has about 0.97).
     """
-    generator = torch.Generator().manual_seed(seed)
-    X = torch.randn(batch_size, seq_len, d_model, generator=generator, dtype=torch.float64)
-    target = torch.randn(batch_size, seq_len, d_model, generator=generator, dtype=torch.float64)
+    X, target = _random_batch(batch_size, seq_len, d_model, seed)
     result = {}
     for label, residual, layer_norm in STACKS:
         torch.manual_seed(seed)
@@ -183,6 +189,49 @@ def gradient_norms_by_depth(num_layers: int = 12, d_model: int = 64, num_heads: 
             "spread": _token_spread(Y.detach()),
         }
     return result
+
+
+def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16, d_model: int = 64,
+                            seed: int = 0, rounding: float = 1e-12) -> str:
+    """What the figure of :func:`gradient_norms_by_depth`'s ``result`` shows, in numbers (the
+    other arguments must be those it was computed with): for each stack, how many orders of
+    magnitude the gradient of the last block's parameters exceeds the first block's, and the
+    mean factor per block; for each stack, the first block from which the gradient of
+    ``W_q, W_k`` stays below ``rounding`` times the gradient of the whole block, if there is
+    one; and the token spread of the input.
+
+    Checks what the page says of the figure and raises ``AssertionError`` (which stops the
+    book's build) when one statement no longer holds: the bare stack loses more than six
+    orders of magnitude, and more than a factor of ten per block on average; every other
+    stack stays within one order of magnitude (less than a factor of ten between any two
+    blocks); the stacks without the residual connection lose the difference between tokens
+    (spread below ``rounding``) and their ``W_q, W_k`` stop getting a gradient; the stacks
+    with it keep both.
+    """
+    X, _ = _random_batch(batch_size, seq_len, d_model, seed)
+    lines = [f"token spread of the random input: {_token_spread(X):.2f}"]
+    facts = {}
+    for label, residual, _ in STACKS:
+        norms = np.array(result[label]["all"])
+        orders = math.log10(norms[-1] / norms[0])
+        spread = math.log10(norms.max() / norms.min())
+        qk = np.array(result[label]["query_key"]) / norms
+        dead = [b for b in range(len(qk)) if (qk[b:] < rounding).all()]
+        facts[label] = (orders, spread, dead)
+        where = (f"|grad W_q, W_k| below {rounding:g} of the block's from block {dead[0] + 1} on "
+                 f"(largest {np.array(result[label]['query_key'])[dead[0]:].max():.0e})" if dead
+                 else "W_q, W_k get a gradient in every block")
+        lines += [label, f"    block {len(norms)} / block 1: {orders:.1f} orders of magnitude, "
+                         f"x{10 ** (orders / (len(norms) - 1)):.2g} per block",
+                  f"    {where}"]
+        assert (result[label]["spread"] < rounding) == (not residual) and bool(dead) == (not residual), (
+            f"{label}: the residual connection no longer decides whether the tokens stay apart")
+    (bare_orders, _, _), *others = facts.values()
+    assert bare_orders > 6 and 10 ** (bare_orders / (len(norms) - 1)) > 10, (
+        "the stack without residual connection or layer norm no longer loses a factor of ten per block")
+    assert all(spread < 1 for _, spread, _ in others), "a stack with a residual connection or a layer norm " \
+        "no longer keeps its gradients within one order of magnitude"
+    return "\n".join(lines)
 
 
 def plot_gradient_norms(result: dict | None = None, **kwargs):
@@ -273,7 +322,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
         sentences = [sentence] + [tokens(n) for n in lengths]
         companions.append(normalise(*padded_batch(sentences, max(sentence_len, *lengths))))
     every = padding + companions
-    return {
+    result = {
         "methods": methods,
         "padded_lengths": list(padded_lengths),
         "padding": {m: [float(out[m][0, 0]) for out in padding] for m in methods},
@@ -282,6 +331,10 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
             m: float((torch.stack([out[m] for out in every]) - every[0][m]).abs().max()) for m in methods
         },
     }
+    # what the page says of the printout: both batch norms change with the batch, layer norm not at all
+    *batch_norms, layer_norm = result["largest_change"].values()
+    assert layer_norm == 0.0 and min(batch_norms) > 0.01, result["largest_change"]
+    return result
 
 
 def plot_batch_dependence(result: dict | None = None, **kwargs):
@@ -364,11 +417,14 @@ def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 3
         ours = block(X, padding_to_attention_mask(real))
         theirs = twin(X, src_key_padding_mask=~real)  # PyTorch: True = padding
         masked = (ours - theirs)[real].abs().max()
-    return {
+    result = {
         "LayerNorm vs nn.LayerNorm": float(layer_norm),
         "EncoderBlock vs nn.TransformerEncoderLayer, no mask": float(unmasked),
         "EncoderBlock vs nn.TransformerEncoderLayer, padding mask": float(masked),
     }
+    # the page calls these "rounding errors of float64"
+    assert max(result.values()) < 1e-12, f"the blocks no longer agree to float64 rounding: {result}"
+    return result
 
 
 # --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ is seeded, so a build of the book gives the same numbers on the same machine.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import torch
@@ -41,11 +42,13 @@ __all__ = [
     "parameter_count",
     "parameter_breakdown",
     "train_date_transformer",
+    "train_with_default_embeddings",
     "train_date_bahdanau",
     "held_out_exact_match",
     "transformer_translate",
     "plot_cross_attention_heads",
     "plot_self_attention_heads",
+    "describe_self_attention",
     "comparison_table",
 ]
 
@@ -168,7 +171,9 @@ def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4
     with torch.no_grad():
         ours = block(X, memory, tgt_mask, padding_to_attention_mask(src_mask))
         theirs = twin(X, memory, tgt_mask=~tgt_mask, memory_key_padding_mask=~src_mask)
-    return float((ours - theirs).abs().max())
+    difference = float((ours - theirs).abs().max())
+    assert difference < 1e-12, f"the layers no longer agree to float64 rounding: {difference}"
+    return difference
 
 
 def _decode_without_causal_mask(model: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor,
@@ -209,6 +214,10 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
                              ("without it", lambda y, m, s: _decode_without_causal_mask(model, y, m, s))):
             change = (decode(edited, memory, src_mask) - decode(tgt_in, memory, src_mask)).abs()
             result[name] = change[0].amax(dim=-1).tolist()
+    # what the page says of the printout: with the mask, the positions before the change do not
+    # move at all and the others do; without it, every position moves
+    masked, unmasked = result.values()
+    assert max(masked[:changed]) == 0.0 and min(masked[changed:]) > 0.0 and min(unmasked) > 0.0, result
     return result
 
 
@@ -295,6 +304,22 @@ def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transf
     model = make_transformer(task, Transformer, **TRANSFORMER.model)
     history = train_transformer(model, task, seed=seed, progress=False, schedule=noam_lr,
                                 shift=teacher_forcing_pair, **{**TRANSFORMER.training, **train_options})
+    return model, history
+
+
+def train_with_default_embeddings(task, seed: int = 0, **train_options) -> tuple[Transformer, dict]:
+    """The chapter's run (:func:`train_date_transformer`: the same model, seed and recipe) with
+    one change: the embeddings start from PyTorch's default ``N(0, 1)`` instead of
+    ``init_transformer_weights``'s standard deviation ``1 / sqrt(d_model)``, so that, scaled by
+    ``sqrt(d_model)``, their entries are about ``sqrt(d_model)`` times the size of the
+    positional encoding's. Returns ``(model, history)``."""
+    torch.manual_seed(seed)
+    model = make_transformer(task, Transformer)
+    for module in model.modules():
+        if isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight)  # what nn.Embedding itself draws
+    history = train_transformer(model, task, seed=seed, progress=False, schedule=noam_lr,
+                                shift=teacher_forcing_pair, **train_options)
     return model, history
 
 
@@ -416,6 +441,68 @@ def plot_self_attention_heads(translated: dict, example: int = 0):
                "source character (key)", "source character (query)")
     bottom.suptitle(f"encoder self-attention, reading {source!r}", fontsize=10)
     return fig
+
+
+def _normalised_entropy(weights: np.ndarray) -> np.ndarray:
+    """Entropy of each row of ``weights`` ``(..., m)`` over ``log m``: 0 for a one-hot row, 1
+    for an even one."""
+    w = np.clip(weights, 1e-12, 1.0)
+    return -(w * np.log(w)).sum(axis=-1) / np.log(weights.shape[-1])
+
+
+def describe_self_attention(translated: dict) -> str:
+    """What the self-attention maps of :func:`plot_self_attention_heads` show, for all the
+    examples of ``translated`` (a :func:`transformer_translate` result), in numbers: the
+    largest decoder weight above the diagonal; for how many (head, output step) pairs the
+    decoder's strongest key is at the same position in every example; how spread out the
+    rows of each kind are (entropy over its largest value, 0 one-hot, 1 even, rows with a
+    single key left out); and the share of the weight that the characters of the year put on
+    the year, in the encoder, next to the share evenly spread weights would give.
+
+    Checks the three things the page says of the figure, and raises ``AssertionError`` (which
+    stops the book's build) when one no longer holds: no weight above the decoder's diagonal,
+    encoder rows more spread out than decoder rows, and the year weighing the year more than
+    evenly spread weights would.
+    """
+    from figures.alignment import date_fields
+
+    sources, translations = translated["sources"], translated["translations"]
+    decoder, encoder = translated["decoder_self"].numpy(), translated["encoder_self"].numpy()
+    above, decoder_spread, encoder_spread, year_share, year_even = 0.0, [], [], [], []
+    for k, (source, output) in enumerate(zip(sources, translations)):
+        steps = len(output) + 1
+        above = max(above, float(np.triu(decoder[k, :, :steps, :steps], 1).max()))
+        decoder_spread += [_normalised_entropy(decoder[k, :, t, : t + 1]) for t in range(1, steps)]
+        encoder_spread.append(_normalised_entropy(encoder[k, :, : len(source), : len(source)]).ravel())
+        year = sorted(date_fields(source, output)["year"])
+        if year:
+            mean = encoder[k, :, : len(source), : len(source)].mean(axis=0)
+            year_share.append(float(mean[np.ix_(year, year)].sum(axis=1).mean()))
+            year_even.append(len(year) / len(source))
+    steps = min(len(output) + 1 for output in translations)
+    strongest = decoder[:, :, 1:steps, :steps].argmax(axis=-1)  # (B, h, steps - 1); step 0 sees <bos> only
+    same = (strongest == strongest[:1]).all(axis=0)
+    read = [["⟨bos⟩", *output] for output in translations]
+    kinds = Counter("digit" if read[k][j].isdigit() else read[k][j]
+                    for k, row in enumerate(strongest.reshape(len(sources), -1)) for j in row)
+    decoder_spread = float(np.concatenate(decoder_spread).mean())
+    encoder_spread = float(np.concatenate(encoder_spread).mean())
+    lines = [
+        f"decoder self-attention, largest weight above the diagonal: {above:.1g}",
+        f"  strongest key at the same place in all {len(sources)} dates:",
+        f"    {int(same.sum())} of {same.size} (head, step) pairs, step 0 left out",
+        "  strongest keys: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()),
+        f"  spread of the rows (0 one-hot, 1 even): {decoder_spread:.2f}",
+        f"encoder self-attention, spread of the rows: {encoder_spread:.2f}",
+    ]
+    if year_share:
+        lines.append(f"  year characters' weight on the year: {np.mean(year_share):.0%} "
+                     f"(evenly spread: {np.mean(year_even):.0%})")
+    assert above == 0.0, "the decoder attends to a later position: the causal mask no longer works"
+    assert encoder_spread > decoder_spread, "the encoder's rows are no longer more spread out than the decoder's"
+    assert year_share and np.mean(year_share) > np.mean(year_even), (
+        "the year's characters no longer look at the year more than evenly spread weights would")
+    return "\n".join(lines)
 
 
 def comparison_table(rows: dict[str, dict]) -> str:

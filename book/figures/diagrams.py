@@ -80,12 +80,14 @@ def _arrow(ax, start, end, shape: str | None = None, side: str = "right",
 
 
 def _residual(ax, x_centre: float, half_width: float, y_from: float, y_to: float,
-              reach: float = 0.25) -> None:
+              reach: float = 0.25, side: str = "left") -> None:
     """The residual connection: a line leaving the main path (at ``x_centre``) at ``y_from``
-    that goes around the left of the sub-layer and enters the add-and-norm box at ``y_to``."""
-    x = x_centre - half_width - reach
+    that goes around the ``side`` ("left" or "right") of the sub-layer and enters the
+    add-and-norm box at ``y_to``."""
+    sign = -1 if side == "left" else 1
+    x = x_centre + sign * (half_width + reach)
     ax.plot([x_centre, x, x], [y_from, y_from, y_to], color="#777777", linewidth=1.2, zorder=0)
-    _arrow(ax, (x, y_to), (x_centre - half_width, y_to), colour="#777777")
+    _arrow(ax, (x, y_to), (x_centre + sign * half_width, y_to), colour="#777777")
 
 
 def smallest_text(fig) -> float:
@@ -116,20 +118,25 @@ def _encoder_column(ax, x: float, y0: float, sequence: str, ids_label: str) -> d
 
 
 def _sublayer(ax, x: float, y_in: float, w: float, label: str, role: str, shape: str,
-              in_shape: str | None = None) -> tuple[float, dict]:
-    """One sub-layer with its add & norm above it and the residual around both; the main
-    path enters at ``y_in``. Returns the y of the add & norm's top and the sub-layer's box."""
+              in_shape: str | None = None, residual_side: str = "left") -> tuple[float, dict]:
+    """One sub-layer with its add & norm above it and the residual around both (on
+    ``residual_side``); the main path enters at ``y_in``. Returns the y of the add & norm's
+    top and the sub-layer's box."""
     layer = _box(ax, x, y_in + 0.65, w, 0.5, label, role)
-    _arrow(ax, (x, y_in), layer["bottom"], in_shape or shape)
+    _arrow(ax, (x, y_in), layer["bottom"], in_shape or shape,
+           side="right" if residual_side == "left" else "left")
     norm = _box(ax, x, y_in + 1.45, w, 0.4, "add & norm", "norm")
-    _arrow(ax, layer["top"], norm["bottom"], shape)
-    _residual(ax, x, w / 2, y_in + 0.15, y_in + 1.45)
+    _arrow(ax, layer["top"], norm["bottom"], shape, side="right" if residual_side == "left" else "left")
+    _residual(ax, x, w / 2, y_in + 0.15, y_in + 1.45, side=residual_side)
     return y_in + 1.65, layer
 
 
-def _repeat(ax, x: float, w: float, y0: float, y1: float, label_x: float, ha: str) -> None:
-    """The dashed frame of a block that the stack repeats N times."""
-    ax.add_patch(FancyBboxPatch((x - w / 2 - 0.4, y0 - 0.05), w + 0.55, y1 - y0 + 0.1,
+def _repeat(ax, x: float, w: float, y0: float, y1: float, label_x: float, ha: str,
+            residual_side: str = "left") -> None:
+    """The dashed frame of a block that the stack repeats N times (wider on the side of its
+    residual lines)."""
+    left = x - w / 2 - (0.4 if residual_side == "left" else 0.15)
+    ax.add_patch(FancyBboxPatch((left, y0 - 0.05), w + 0.55, y1 - y0 + 0.1,
                                 boxstyle="round,pad=0.02,rounding_size=0.12", fill=False,
                                 edgecolor="#888888", linestyle="--", linewidth=1.0))
     ax.text(label_x, y1 - 0.15, "× N", ha=ha, va="top", fontsize=LABEL)
@@ -143,7 +150,8 @@ def draw_encoder():
     w, shape = col["width"], col["shape"]
     start = col["positions"]["top"][1]
     y, att = _sublayer(ax, x, start, w, "multi-head\nself-attention", "attention", shape)
-    ax.text(att["right"][0] + 0.15, att["right"][1], "heads: (B, h, S, d)\nweights: (B, h, S, S)",
+    ax.text(att["right"][0] + 0.15, att["right"][1],
+            "heads: (B, h, S, d)\nweights: (B, h, S, S)\npadding mask: (B, 1, S)",
             ha="left", va="center", fontsize=SHAPE, family="monospace")
     y, ffn = _sublayer(ax, x, y, w, "feed-forward\n(ReLU)", "ffn", shape)
     ax.text(ffn["right"][0] + 0.15, ffn["right"][1], "hidden: (B, S, F)\nsame weights at\nevery position",
@@ -163,25 +171,30 @@ def draw_transformer():
     dec = _encoder_column(ax, xd, 0.35, "T", "target ids, shifted right")
     w = enc["width"]
     e0 = enc["positions"]["top"][1]
-    ey, _ = _sublayer(ax, xe, e0, w, "multi-head\nself-attention", "attention", "(B, S, D)")
+    ey, self_attention = _sublayer(ax, xe, e0, w, "multi-head\nself-attention", "attention", "(B, S, D)")
+    ax.text(self_attention["right"][0] + 0.1, self_attention["right"][1], "padding\nmask\n(B, 1, S)",
+            ha="left", va="center", fontsize=SHAPE, family="monospace")
     ey, _ = _sublayer(ax, xe, ey, w, "feed-forward", "ffn", "(B, S, D)")
     _repeat(ax, xe, w, e0 + 0.1, ey, xe - w / 2 - 0.5, "right")
     memory = _box(ax, xe, ey + 0.75, w, 0.42, "memory", "data")
     _arrow(ax, (xe, ey), memory["bottom"], "(B, S, D)")
     d0 = dec["positions"]["top"][1]
-    dy, masked = _sublayer(ax, xd, d0, w, "masked multi-head\nself-attention", "attention", "(B, T, D)")
-    ax.text(masked["right"][0] + 0.1, masked["right"][1], "causal mask\n(T, T)", ha="left",
+    # the decoder's residual lines run on the right, so that the memory arrow, coming from the
+    # left, meets nothing on its way into the cross-attention
+    dy, masked = _sublayer(ax, xd, d0, w, "masked multi-head\nself-attention", "attention", "(B, T, D)",
+                           residual_side="right")
+    ax.text(masked["right"][0] + 0.45, masked["right"][1], "causal\nmask\n(T, T)", ha="left",
             va="center", fontsize=SHAPE, family="monospace")
     dy, cross = _sublayer(ax, xd, dy, w, "cross-attention", "attention", "(B, T, D)",
-                          in_shape="queries (B, T, D)")
-    ax.text(cross["right"][0] + 0.1, cross["right"][1], "heads:\n(B, h, T, d)", ha="left",
+                          in_shape="queries (B, T, D)", residual_side="right")
+    ax.text(cross["right"][0] + 0.45, cross["right"][1], "weights\n(B, h,\n T, S)", ha="left",
             va="center", fontsize=SHAPE, family="monospace")
-    dy, _ = _sublayer(ax, xd, dy, w, "feed-forward", "ffn", "(B, T, D)")
-    _repeat(ax, xd, w, d0 + 0.1, dy, xd + w / 2 + 0.05, "left")
-    # the memory reaches the cross-attention of every decoder block
+    dy, _ = _sublayer(ax, xd, dy, w, "feed-forward", "ffn", "(B, T, D)", residual_side="right")
+    _repeat(ax, xd, w, d0 + 0.1, dy, xd + w / 2 + 0.5, "left", residual_side="right")
+    # the memory reaches the cross-attention of every decoder block, with the source's padding mask
     _arrow(ax, memory["right"], cross["left"], connection="arc3,rad=-0.2")
-    ax.text(memory["right"][0] + 0.05, memory["right"][1] + 0.12, "keys, values\n(B, S, D)",
-            ha="left", va="bottom", fontsize=SHAPE, family="monospace")
+    ax.text(xe, memory["top"][1] + 0.15, "to every cross-attention:\nkeys, values (B, S, D) and\n"
+            "source padding mask (B, 1, S)", ha="center", va="bottom", fontsize=SHAPE, family="monospace")
     linear = _box(ax, xd, dy + 0.7, w, 0.42, "linear D → V", "linear")
     _arrow(ax, (xd, dy), linear["bottom"], "(B, T, D)")
     logits = _box(ax, xd, dy + 1.45, w, 0.42, "logits", "data")
@@ -233,7 +246,7 @@ def draw_bahdanau():
         if states:
             _arrow(ax, states[-1]["right"], gru["left"])
         states.append(gru)
-    ax.text(4.85, 1.2, "encoder states\nh(1) … h(S): (B, S, h)", ha="left", va="center",
+    ax.text(4.85, 1.2, "encoder states\nh(1) … h(S): (B, S, H)", ha="left", va="center",
             fontsize=SHAPE, family="monospace")
     ax.text(4.85, 0.35, "embedded source (B, S, E)", ha="left", va="center", fontsize=SHAPE,
             family="monospace")
@@ -242,17 +255,17 @@ def draw_bahdanau():
     for gru in states:
         _arrow(ax, gru["top"], (gru["top"][0], attention["bottom"][1]), colour="#999999")
     previous = _box(ax, 6.6, 2.55, 1.3, 0.45, "s(t-1)", "rnn")
-    _arrow(ax, previous["left"], attention["right"], "query (B, h)", side="above", offset=0.04)
+    _arrow(ax, previous["left"], attention["right"], "query (B, H)", side="above", offset=0.04)
     ax.text(6.6, 2.1, "previous state", ha="center", va="center", fontsize=SMALLEST)
     context = _box(ax, 2.5, 3.6, 1.5, 0.42, "context c(t)", "data")
     _arrow(ax, attention["top"], context["bottom"], "weights (B, S), sum to 1")
     concat = _box(ax, 2.5, 4.5, 1.5, 0.42, "concatenate", "linear")
-    _arrow(ax, context["top"], concat["bottom"], "(B, h)")
+    _arrow(ax, context["top"], concat["bottom"], "(B, H)")
     embed = _box(ax, 0.75, 4.5, 1.3, 0.42, "embed y(t-1)", "embed")
     _arrow(ax, embed["right"], concat["left"])
     ax.text(1.4, 4.15, "(B, E)", ha="left", va="center", fontsize=SHAPE, family="monospace")
     gru = _box(ax, 6.6, 4.5, 1.0, 0.45, "GRU", "rnn")
-    _arrow(ax, concat["right"], gru["left"], "(B, E + h)", side="above", offset=0.04)
+    _arrow(ax, concat["right"], gru["left"], "(B, E + H)", side="above", offset=0.04)
     _arrow(ax, previous["top"], gru["bottom"], "state")
     out = _box(ax, 6.6, 5.4, 1.7, 0.42, "linear: logits (B, V)", "linear")
     _arrow(ax, gru["top"], out["bottom"], "s(t)", side="left")
