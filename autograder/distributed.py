@@ -4,8 +4,10 @@ The coordinator (``python -m autograder grade``) assembles each submission and s
 judge's jobs (plain JSON: the cells, with the course's own tests, and the limits) to the
 cluster as one task per submission. A worker runs :func:`judge_on_worker`: the same judge
 process, in the same sandbox, as a local run (:func:`autograder.grade.run_judge`), in a
-temporary folder of its own, and sends the judge's output back. Results stream back as they
-complete; the coordinator alone enters them in the gradebook and the ledger.
+temporary folder of its own, then puts the judged notebook through ``Autograde``'s
+preprocessors and renders its feedback page (:func:`autograder.entry.finish`), and sends
+all that back. Results stream back as they complete; the coordinator alone enters them in
+the gradebook and the ledger.
 
 A worker needs the course checked out (or installed) at the same version as the
 coordinator, its Python environment and bubblewrap; nothing else: it never sees the
@@ -41,7 +43,7 @@ from distributed import Client, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
 from autograder import course, sandbox
-from autograder.grade import Judged, Prepared, judged_from, run_judge
+from autograder.grade import Judged, Prepared, judge_and_finish, judged_from
 from autograder.judge import KERNEL_ONLY_TAG
 
 GPU = "GPU"
@@ -84,7 +86,7 @@ def judge_on_worker(jobs: dict[str, dict], fingerprint: str, timed: bool) -> dic
     outputs: dict[str, dict | None] = {}
     with tempfile.TemporaryDirectory(prefix="attention-judge-") as tmp:
         for name, job in jobs.items():
-            outputs[name] = run_judge(job, Path(tmp) / Path(name).stem, timed)
+            outputs[name] = judge_and_finish(job, Path(tmp) / Path(name).stem, timed)
             if outputs[name] is None:
                 break
     return {"outputs": outputs, "worker": worker}

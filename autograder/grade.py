@@ -14,13 +14,15 @@ Output (``OUT``):
 For each submission, a judge process (:mod:`autograder.judge`) runs the student's code in
 a sandbox and decides every test; up to ``workers`` judges run at once on this machine, or
 any number on the workers of a Dask distributed cluster (:mod:`autograder.distributed`).
-The judges' results stream back to this process, which alone writes the gradebook: it
-enters each judged notebook with nbgrader's own ``Autograde`` and makes its feedback page
-with ``GenerateFeedback``, both run in this process (:mod:`autograder.books`), one
-submission at a time, so SQLite's single writer is never contended. Each finished
-submission is then written to the ledger atomically: a batch that is killed loses nothing
-already graded, and running the same command again grades only what is missing or what
-changed (the submission, or the course's tests).
+Where a submission was judged, its notebooks are also put through ``Autograde``'s
+preprocessors and its feedback page is rendered (:func:`autograder.entry.finish`). The
+results stream back to this process, which alone writes the gradebook: the rows
+``Autograde`` writes, through nbgrader's ``Gradebook`` API on one connection
+(:meth:`autograder.books.Books.enter`), and the files as they came, one submission at a
+time, so SQLite's single writer is never contended. Each finished submission is then
+written to the ledger atomically, after its rows are committed: a batch that is killed
+loses nothing already graded, and running the same command again grades only what is
+missing or what changed (the submission, or the course's tests).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook
 
 from autograder import assemble, course, summary
 from autograder.books import Books, make_feedback, stale_feedback
+from autograder.entry import Finisher
 from autograder.feedback import localise_mathjax
 from autograder.limits import Limits
 from autograder.stages import Stages
@@ -146,17 +148,21 @@ def _read_submitted(sub: Submission, expected: Path) -> tuple[nbformat.NotebookN
         return None, f"{expected.name} is not a valid notebook: {type(err).__name__}: {str(err)[:200]}"
 
 
-def prepare(sub: Submission, limits: Limits) -> Prepared:
+def prepare(sub: Submission, limits: Limits, sources: dict[str, dict]) -> Prepared:
     """Assemble every notebook of ``sub`` and write its judge's job; never raises for the
-    submission's faults."""
+    submission's faults. ``sources``: :meth:`autograder.books.Books.sources` of the
+    assignment, which travels with the job's ``feedback`` part (for
+    :func:`autograder.entry.finish`; the judge never sees that part)."""
     jobs = {}
     for source_path in course.source_notebooks(sub.assignment):
         submitted, problem = _read_submitted(sub, source_path)
         if problem:
             return Prepared(sub, {}, problem)
         graded = assemble.assemble(nbformat.read(source_path, as_version=4), submitted)
+        feedback = {"notebook": graded, "name": source_path.name, "assignment": sub.assignment,
+                    "student": sub.student_id, "source": sources[source_path.name]}
         jobs[source_path.name] = (graded, {"assignment": sub.assignment, "cells": assemble.judge_cells(graded),
-                                          "limits": dataclasses.asdict(limits)})
+                                          "limits": dataclasses.asdict(limits), "feedback": feedback})
     return Prepared(sub, jobs)
 
 
@@ -164,13 +170,18 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
+def die_with_thread() -> None:
+    """In a child process before exec: die with the thread that started it, so that a
+    killed grader or Dask worker leaves nothing running."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _judge_process_setup(megabytes: int):
     def apply() -> None:  # runs in the child before exec
         size = megabytes * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
-        # the judge (and, through bubblewrap's --die-with-parent, its sandbox) dies with the
-        # thread that started it: a killed grader or Dask worker leaves nothing running
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        # the judge's sandbox dies with it too (bubblewrap's --die-with-parent)
+        die_with_thread()
 
     return apply
 
@@ -184,7 +195,7 @@ def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
     work.mkdir(parents=True, exist_ok=True)
     results = work / "results.json"
     job_path = work / "job.json"
-    job_path.write_text(json.dumps({**job, "results": str(results)}))
+    job_path.write_text(json.dumps({**{k: v for k, v in job.items() if k != "feedback"}, "results": str(results)}))
     results.unlink(missing_ok=True)
     launched = time.monotonic()
     try:
@@ -201,6 +212,16 @@ def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
     timing = output.pop("timing")
     if timed:
         output["stages"] = {**timing, "launched": launched}
+    return output
+
+
+def judge_and_finish(job: dict, work: Path, timed: bool = False) -> dict | None:
+    """:func:`run_judge`, then :func:`autograder.entry.finish` in this thread's helper
+    process: the output gains ``finished`` (the notebooks' text, the scores, the feedback
+    page)."""
+    output = run_judge(job, work, timed)
+    if output is not None:
+        output["finished"] = Finisher.of_this_thread().finish(job["feedback"], output)
     return output
 
 
@@ -224,7 +245,7 @@ class LocalJudges:
         outputs = {}
         for name, (_, job) in prepared.jobs.items():
             work = self.root / "judging" / sub.student_id / sub.assignment / Path(name).stem
-            outputs[name] = run_judge(job, work, self.timed)
+            outputs[name] = judge_and_finish(job, work, self.timed)
             if outputs[name] is None:
                 break
         return judged_from(prepared, outputs)
@@ -244,58 +265,61 @@ class LocalJudges:
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
-def record(books: Books, root: Path, db_url: str, judged: Judged) -> Result:
-    """Enter a judged submission in the gradebook (nbgrader's ``Autograde``, in this
-    process) and write its feedback page; the one writer of the gradebook."""
+def _fresh(folder: Path) -> Path:
+    """``folder``, emptied (as nbgrader's converters do with ``--force``)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def record(books: Books, root: Path, judged: Judged) -> Result:
+    """Enter a judged submission in the gradebook and write its files as nbgrader's
+    ``Autograde`` and ``GenerateFeedback`` would: ``submitted/``, ``autograded/`` (read-only,
+    as nbgrader leaves them), ``feedback/``; the one writer of the gradebook."""
     sub = judged.submission
     if judged.problem:
-        return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment),
+        return Result(sub.student_id, sub.assignment, 0.0, books.max_score(sub.assignment),
                       "rejected", judged.problem, [])
-    target = root / "submitted" / sub.student_id / sub.assignment
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    folders = [_fresh(root / step / sub.student_id / sub.assignment) for step in ("submitted", "autograded", "feedback")]
     # A submission fetched by `nbgrader collect` carries these two files; nbgrader copies them
     # through autograded/ into feedback/, where `nbgrader release_feedback` needs them.
     for name in EXCHANGE_FILES:
         if (sub.folder / name).is_file():
-            shutil.copy2(sub.folder / name, target / name)
+            for folder, mode in zip(folders, (None, 0o444, 0o644)):
+                shutil.copy2(sub.folder / name, folder / name)
+                if mode:
+                    (folder / name).chmod(mode)
+    submitted, autograded, feedback = folders
     messages: dict[tuple[str, str], str] = {}
-    stopped = []
-    for name, (graded, output) in judged.notebooks.items():
-        errors = {c["index"]: c["error"] for c in output["cells"] if c["error"]}
-        nbformat.write(assemble.with_results(graded, errors), target / name)
+    stopped, finished = [], {}
+    for name, (_, output) in judged.notebooks.items():
+        done = finished[Path(name).stem] = output["finished"]
+        submitted.joinpath(name).write_text(done["submitted"])
+        _write(autograded / name, done["autograded"], 0o444)
         for c in output["cells"]:
             if c["error"]:
                 messages[Path(name).stem, c["grade_id"]] = f"{c['error']['type']}: {c['error']['message']}"
         if output.get("stopped"):
             stopped.append(output["stopped"])
-    failure = books.autograde(sub.assignment, sub.student_id)
-    if failure:
-        return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment), "rejected",
-                      failure, [])
-    # tests in the order the notebook has them (the gradebook's cell ids are random)
-    order = {(Path(name).stem, cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")): i
-             for name, (graded, _) in judged.notebooks.items() for i, cell in enumerate(graded.cells)}
+    if not books.enter(sub.assignment, sub.student_id, finished):
+        for stem, done in finished.items():
+            _write(feedback / f"{stem}.html", done["page"], 0o644)
+    # else: the pages are rendered from the gradebook at the end of the batch (stale_feedback)
     tests, score, max_score = [], 0.0, 0.0
-    with Gradebook(db_url) as gb:
-        submission = gb.find_submission(sub.assignment, sub.student_id)
-        for nb in sorted(submission.notebooks, key=lambda n: n.name):
-            for grade in sorted(nb.grades, key=lambda g: (order.get((nb.name, g.name), len(order)), g.name)):
-                points = float(grade.score or 0.0)
-                tests.append({
-                    "notebook": nb.name, "test": grade.name, "points": points,
-                    "max_points": float(grade.max_score), "passed": points >= float(grade.max_score),
-                    "error": messages.get((nb.name, grade.name)),
-                })
-            score += float(nb.score or 0.0)
-            max_score += float(nb.max_score)
+    for stem, done in sorted(finished.items()):
+        for test, grade in done["grades"].items():  # in the notebook's order
+            points = float(grade["auto_score"] or 0.0)
+            tests.append({"notebook": stem, "test": test, "points": points, "max_points": grade["max_score"],
+                          "passed": points >= grade["max_score"], "error": messages.get((stem, test))})
+            score += points
+            max_score += grade["max_score"]
     return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests)
-
-
-def _max_score(db_url: str, assignment: str) -> float:
-    with Gradebook(db_url) as gb:
-        return float(gb.find_assignment(assignment).max_score)
 
 
 # ----------------------------------------------------------------------------- the ledger
@@ -381,10 +405,11 @@ def grade(
         books = Books(root)
         for assignment in sorted({s.assignment for s in subs}):
             books.generate(assignment)
+        sources = {a: books.sources(a) for a in sorted({s.assignment for s in subs})}
         ledger = Ledger(root / "ledger")
         todo = [s for s in subs if ledger.read(s) is None]
     with stages.timed("assembly"):
-        batch = [prepare(s, limits) for s in todo]
+        batch = [prepare(s, limits, sources[s.assignment]) for s in todo]
     lost = []
     for judged in judges.judge(batch):
         if judged.lost:
@@ -394,13 +419,15 @@ def grade(
         for _, output in judged.notebooks.values():
             if "stages" in output:
                 stages.add_judge(output.pop("stages"), judged.submission.assignment)
+                stages.add(FINISH_STAGE, 0.0, output["finished"]["cpu"])
         with stages.timed("gradebook entry"):
-            result = record(books, root, db_url, judged)
+            result = record(books, root, judged)
         with stages.timed("ledger"):
             ledger.write(judged.submission, result)
         print(f"{result.student_id}/{result.assignment}: {result.score:g}/{result.max_score:g}"
               + (f" ({result.reason})" if result.reason else ""), flush=True)
 
+    books.close()
     results = [r for r in (ledger.read(s) for s in subs) if r is not None]
     # every page whose grade is newer than it, this run's and any a killed run left behind
     with stages.timed("feedback pages", children=True):
@@ -418,6 +445,10 @@ def grade(
             f"again and again: {', '.join(lost)}; the others are graded: run the same command again"
         )
     return results
+
+
+#: the stage of :func:`autograder.entry.finish` (where the judging ran; CPU only)
+FINISH_STAGE = "autograded notebook, feedback page"
 
 
 def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
