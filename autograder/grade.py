@@ -376,13 +376,15 @@ def grade(
     workers: int | None = None,
     scheduler: str | None = None,
     stage_times: bool = False,
+    judges=None,
 ) -> list[Result]:
     """Grade every submission under ``submissions`` into ``out``; return the results.
 
     Judges run on this machine (up to ``workers`` at once), or with ``scheduler`` (a Dask
     distributed address, ``tcp://HOST:PORT``) on that cluster's workers. Either way this
     process alone writes the gradebook and the ledger. With ``stage_times``, the time of
-    every stage is added up in ``out/stages.json``."""
+    every stage is added up in ``out/stages.json``. ``judges``: anything with the ``judge``
+    method of :class:`LocalJudges` (the coordinator's benchmark replays recorded results)."""
     began = time.perf_counter()
     stages = Stages()
     limits = limits or Limits()
@@ -391,7 +393,9 @@ def grade(
     submissions, out = submissions.resolve(), out.resolve()
     subs = find_submissions(submissions)
     root = out / "course"
-    if scheduler:
+    if judges is not None:
+        pass
+    elif scheduler:
         from autograder.distributed import DaskJudges  # Dask is needed only here
 
         judges = DaskJudges(scheduler, timed=stage_times)
@@ -419,7 +423,7 @@ def grade(
         for _, output in judged.notebooks.values():
             if "stages" in output:
                 stages.add_judge(output.pop("stages"), judged.submission.assignment)
-                stages.add(FINISH_STAGE, 0.0, output["finished"]["cpu"])
+                stages.add_finish(output["finished"]["cpu"], judged.submission.assignment)
         with stages.timed("gradebook entry"):
             result = record(books, root, judged)
         with stages.timed("ledger"):
@@ -428,7 +432,8 @@ def grade(
               + (f" ({result.reason})" if result.reason else ""), flush=True)
 
     books.close()
-    results = [r for r in (ledger.read(s) for s in subs) if r is not None]
+    with stages.timed("outputs"):
+        results = [r for r in (ledger.read(s) for s in subs) if r is not None]
     # every page whose grade is newer than it, this run's and any a killed run left behind
     with stages.timed("feedback pages", children=True):
         stale = stale_feedback(root, [(r.student_id, r.assignment) for r in results if r.status == "graded"])
@@ -445,10 +450,6 @@ def grade(
             f"again and again: {', '.join(lost)}; the others are graded: run the same command again"
         )
     return results
-
-
-#: the stage of :func:`autograder.entry.finish` (where the judging ran; CPU only)
-FINISH_STAGE = "autograded notebook, feedback page"
 
 
 def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
