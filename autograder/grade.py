@@ -221,7 +221,10 @@ def judge_and_finish(job: dict, work: Path, timed: bool = False) -> dict | None:
     page)."""
     output = run_judge(job, work, timed)
     if output is not None:
-        output["finished"] = Finisher.of_this_thread().finish(job["feedback"], output)
+        try:
+            output["finished"] = Finisher.of_this_thread().finish(job["feedback"], output)
+        except RuntimeError as err:  # the grader's own fault: the batch stops, the ledger keeps what is done
+            raise course.GradingError(f"{job['feedback']['student']}/{job['assignment']}: {err}") from None
     return output
 
 
