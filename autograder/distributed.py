@@ -3,7 +3,7 @@
 The coordinator (``python -m autograder grade``) assembles each submission and sends its
 judge's jobs (plain JSON: the cells, with the course's own tests, and the limits) to the
 cluster as one task per submission. A worker runs :func:`judge_on_worker`: the same judge
-process, in the same sandbox, as a local run (:func:`autograder.grade.run_judge`), in a
+process, in the same sandbox, as a local run (:func:`autograder.judging.run_judge`), in a
 temporary folder of its own, then puts the judged notebook through ``Autograde``'s
 preprocessors and renders its feedback page (:func:`autograder.entry.finish`), and sends
 all that back. Results stream back as they complete; the coordinator alone enters them in
@@ -45,7 +45,8 @@ from distributed import Client, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
 from autograder import course, sandbox
-from autograder.grade import Judged, Prepared, judge_and_finish, judged_from
+from autograder.entry import judge_and_finish
+from autograder.judging import Judged, Prepared, judged_from
 from autograder.judge import KERNEL_ONLY_TAG
 
 GPU = "GPU"

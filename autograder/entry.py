@@ -37,7 +37,8 @@ import threading
 import time
 from pathlib import Path
 
-FEEDBACK_CONFIG = "feedback"  # the HTMLExporter template GenerateFeedback uses
+from autograder.course import GradingError
+from autograder.judging import die_with_thread, run_judge
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -208,8 +209,6 @@ class Finisher:
     _local = threading.local()
 
     def __init__(self):
-        from autograder.grade import die_with_thread
-
         self.process = subprocess.Popen([sys.executable, "-m", "autograder.entry"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, preexec_fn=die_with_thread)
 
@@ -230,6 +229,19 @@ class Finisher:
         if "error" in reply:
             raise RuntimeError(f"the feedback helper failed: {reply['error']}")
         return reply
+
+
+def judge_and_finish(job: dict, work: Path, timed: bool = False) -> dict | None:
+    """:func:`autograder.judging.run_judge`, then :func:`finish` in this thread's helper
+    process: the output gains ``finished`` (the notebooks' text, the scores, the feedback
+    page)."""
+    output = run_judge(job, work, timed)
+    if output is not None:
+        try:
+            output["finished"] = Finisher.of_this_thread().finish(job["feedback"], output)
+        except RuntimeError as err:  # the grader's own fault: the batch stops, the ledger keeps what is done
+            raise GradingError(f"{job['feedback']['student']}/{job['assignment']}: {err}") from None
+    return output
 
 
 def main() -> int:

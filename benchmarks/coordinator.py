@@ -3,7 +3,7 @@
 
 Judges (and the work done where they run: :func:`autograder.entry.finish`) are recorded
 once, for real, on chapter 1's six kinds of submission (the solution, the blank notebook,
-four half-done ones: :func:`autograder.bench.build_batch`); then ``--submissions`` students
+four half-done ones: :func:`benchmarks.grading.build_batch`); then ``--submissions`` students
 hand in those notebooks in turn, and :func:`autograder.grade.grade` grades them with the
 recorded results replayed in place of judging. So everything the coordinator does for a
 batch runs as in a real one (finding the submissions, the ledger, assembling each notebook
@@ -32,7 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import bench, course, grade
+from autograder import course, grade
+from autograder.judging import Prepared, judged_from
+from benchmarks import grading as bench
 from autograder.books import Books
 from autograder.limits import Limits
 
@@ -64,10 +66,10 @@ class Replay:
     def __init__(self, recorded: dict[str, dict]):
         self.recorded = recorded
 
-    def judge(self, batch: list[grade.Prepared]):
+    def judge(self, batch: list[Prepared]):
         for prepared in batch:
             outputs = self.recorded[bench._variant(prepared.submission.student_id)]
-            yield grade.judged_from(prepared, {name: dict(output) for name, output in outputs.items()})
+            yield judged_from(prepared, {name: dict(output) for name, output in outputs.items()})
 
 
 def lay_out(folder: Path, work: Path, count: int) -> list[str]:

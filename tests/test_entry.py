@@ -25,6 +25,7 @@ from sqlalchemy import select
 
 from autograder import assemble, course, entry, grade
 from autograder.books import Books
+from autograder.judging import Judged, Submission
 
 import notebook_tools as nbt
 
@@ -43,7 +44,7 @@ def _judge_output(graded, failing: set[str]) -> dict:
     return {"cells": cells, "stopped": None}
 
 
-def _batch(folder: Path, round_: int) -> list[tuple[grade.Submission, dict]]:
+def _batch(folder: Path, round_: int) -> list[tuple[Submission, dict]]:
     """(submission, notebook name -> (assembled notebook, judge output)) for this round."""
     source = nbt.source_notebook(ASSIGNMENT)
     tests = sorted(nbt.grade_ids(nbt.read(source), nbt.is_test_cell))
@@ -61,7 +62,7 @@ def _batch(folder: Path, round_: int) -> list[tuple[grade.Submission, dict]]:
             (sub_folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
             (sub_folder / "submission_secret.txt").write_text(uuid.uuid4().hex)
         graded = assemble.assemble(nbt.read(source), nb)
-        subs.append((grade.Submission(student, ASSIGNMENT, sub_folder), {source.name: (graded, _judge_output(graded, failing))}))
+        subs.append((Submission(student, ASSIGNMENT, sub_folder), {source.name: (graded, _judge_output(graded, failing))}))
     return subs
 
 
@@ -93,7 +94,7 @@ def _our_path(root: Path, subs) -> list[grade.Result]:
             spec = {"notebook": graded, "name": name, "assignment": sub.assignment, "student": sub.student_id,
                     "source": sources[name]}
             finished[name] = (graded, {**output, "finished": entry.finish(spec, output)})
-        results.append(grade.record(books, root, grade.Judged(sub, finished)))
+        results.append(grade.record(books, root, Judged(sub, finished)))
     books.close()
     return results
 
