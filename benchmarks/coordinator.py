@@ -25,6 +25,7 @@ import glob
 import json
 import os
 import pwd
+import signal
 import shutil
 import subprocess
 import sys
@@ -157,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.submissions < 1:
         parser.error("--submissions must be at least 1")
+    # stopped with kill: the PostgreSQL server and the temporary folder go too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="attention-coordinator-") as tmp:
         work = Path(tmp)
         print(f"recording the judges' results for {len(bench.VARIANTS)} kinds of {ASSIGNMENT} submission ...",
