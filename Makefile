@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench train-budget
+.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench-coordinator bench train-budget
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -74,6 +74,13 @@ clean:
 # fails if any two runs disagree on a score. Last line: the speed-up and the ratio to nbgrader.
 bench-grade: $(STAMP) install-sandbox
 	$(BIN)/python -m benchmarks.grading --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
+
+# The coordinator alone (no judging: real judge results recorded once, then replayed) on a
+# batch of REPLAY submissions, with a SQLite gradebook and then on a PostgreSQL server
+# started for the run: wall and CPU seconds per submission, per stage.
+REPLAY ?= 10000
+bench-coordinator: $(STAMP) system
+	$(BIN)/python -m benchmarks.coordinator --submissions $(REPLAY) --postgres --sqlite-too
 
 # The course's Transformer against torch.nn.Transformer configured the same, on the same
 # batches: ms per training step, tokens/s, peak memory, seconds to 95 % held-out exact

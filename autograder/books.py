@@ -7,8 +7,12 @@ waited. :class:`Books` runs the same nbgrader converters (``GenerateAssignment``
 ``Autograde`` and ``GenerateFeedback``, through nbgrader's own ``NbGraderAPI``) inside this
 process, with the configuration of the course folder (:func:`autograder.course.write_config`)
 and nothing else, so the gradebook stays nbgrader's and holds what the commands would have
-written. Feedback pages, which only read the gradebook, are rendered at the end of a batch
-by as many processes as there are workers (:func:`make_feedback`).
+written. A judged submission is entered by :meth:`Books.enter`: the rows ``Autograde``
+writes, through nbgrader's ``Gradebook`` API on one connection kept open for the batch,
+from what :func:`autograder.entry.finish` decided where the submission was judged. Feedback
+pages come from there too; the few that must show what only the gradebook knows (a
+grader's manual score or comment, a late penalty) are rendered at the end of a batch from
+the gradebook, by as many processes as there are workers (:func:`make_feedback`).
 
 nbgrader's converters change the working directory while they run, so a process that
 uses :class:`Books` must use absolute paths everywhere else.
@@ -25,8 +29,10 @@ import threading
 import warnings
 from pathlib import Path
 
+from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.plugins import LateSubmissionPlugin
 from sqlalchemy.exc import SAWarning
 from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
@@ -64,6 +70,9 @@ class Books:
         self._api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
         self._api.log.setLevel(logging.WARNING)
         self._lock = threading.Lock()
+        self._config = config
+        self._gradebook: Gradebook | None = None  # opened at the first entry, kept for the batch
+        self._sources: dict[str, dict] = {}
 
     def _run(self, method, *args, **kwargs) -> str | None:
         with self._lock, warnings.catch_warnings():
@@ -83,6 +92,91 @@ class Books:
         """Enter ``submitted/<student>/<assignment>/`` in the gradebook and write
         ``autograded/...``; None when it worked, else nbgrader's own words for the failure."""
         return self._run(self._api.autograde, assignment, student, force=True, create=True)
+
+    def _books(self) -> Gradebook:
+        if self._gradebook is None:
+            coursedir = self._api.coursedir
+            self._gradebook = Gradebook(coursedir.db_url, coursedir.course_id)
+        return self._gradebook
+
+    def close(self) -> None:
+        """Close the gradebook's connection (every entry is already committed)."""
+        if self._gradebook is not None:
+            self._gradebook.close()
+            self._gradebook.engine.dispose()
+            self._gradebook = None
+
+    def sources(self, assignment: str) -> dict[str, dict]:
+        """What ``Autograde``'s ``OverwriteKernelspec`` and ``OverwriteCells`` read from the
+        gradebook, per notebook of ``assignment`` (file name -> ``kernelspec``, ``cells``:
+        grade id -> ``name``, ``cell_type``, ``locked``, ``source``, ``checksum``;
+        ``grades``: grade id -> ``max_score``), read once per batch; plain data that travels
+        with every job (:func:`autograder.entry.finish`)."""
+        if assignment not in self._sources:
+            with self._lock:
+                found = self._books().find_assignment(assignment)
+                self._sources[assignment] = {
+                    f"{nb.name}.ipynb": {
+                        "kernelspec": nb.kernelspec,
+                        "cells": {c.name: {"name": c.name, "cell_type": c.cell_type, "locked": c.locked,
+                                           "source": c.source, "checksum": c.checksum} for c in nb.source_cells},
+                        "grades": {c.name: float(c.max_score) for c in nb.grade_cells},
+                        "max_score": float(nb.max_score),
+                    } for nb in found.notebooks}
+                self._books().db.commit()  # no transaction left open on the gradebook
+        return self._sources[assignment]
+
+    def max_score(self, assignment: str) -> float:
+        return sum(nb["max_score"] for nb in self.sources(assignment).values())
+
+    def enter(self, assignment: str, student: str, finished: dict[str, dict]) -> bool:
+        """Write the rows nbgrader's ``Autograde`` writes for the judged notebooks of
+        ``student``'s ``assignment`` (``submitted/<student>/<assignment>/`` holds them, with
+        the exchange's ``timestamp.txt`` when there is one), from ``finished``: notebook
+        name (without ``.ipynb``) -> :func:`autograder.entry.finish`'s result. One
+        transaction per step as nbgrader's API commits them, on one connection for the batch.
+
+        Returns whether the feedback pages must be rendered from the gradebook: a grader's
+        manual score, extra credit or comment, or a late penalty, which the page rendered
+        where the submission was judged cannot know."""
+        with self._lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore", SAWarning)
+            gb = self._books()
+            # Autograde.init_assignment
+            gb.update_or_create_student(student)
+            coursedir = self._api.coursedir
+            timestamp = coursedir.get_existing_timestamp(
+                coursedir.format_path(coursedir.submitted_directory, student, assignment))
+            submission = (gb.update_or_create_submission(assignment, student, timestamp=timestamp) if timestamp
+                          else gb.update_or_create_submission(assignment, student))
+            late = submission.total_seconds_late
+            from_gradebook = False
+            for notebook in submission.notebooks:
+                done = finished.get(notebook.name)
+                if done is None:  # Autograde gives a notebook that was not submitted zero
+                    for grade in notebook.grades:
+                        grade.auto_score, grade.needs_manual_grade = 0, False
+                    continue
+                for grade in notebook.grades:  # SaveAutoGrades._add_score
+                    if grade.name in done["grades"]:
+                        grade.auto_score = done["grades"][grade.name]["auto_score"]
+                        grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+                        from_gradebook |= grade.manual_score is not None or bool(grade.extra_credit)
+                for comment in notebook.comments:  # SaveAutoGrades._add_comment
+                    if comment.name in done["comments"]:
+                        comment.auto_comment = done["comments"][comment.name]
+                        from_gradebook |= comment.manual_comment is not None
+                notebook.late_submission_penalty = None  # AssignLatePenalties
+                if late > 0:
+                    gb.db.flush()
+                    gb.db.expire(notebook, ["score"])
+                    penalty = LateSubmissionPlugin(config=self._config).late_submission_penalty(
+                        student, notebook.score, late)
+                    if penalty is not None:
+                        notebook.late_submission_penalty = min(max(penalty, 0), notebook.score)
+                        from_gradebook = True
+            gb.db.commit()
+            return from_gradebook
 
     def feedback(self, assignment: str, student: str) -> str | None:
         """Write ``feedback/<student>/<assignment>/<notebook>.html`` from the gradebook."""

@@ -14,13 +14,15 @@ Output (``OUT``):
 For each submission, a judge process (:mod:`autograder.judge`) runs the student's code in
 a sandbox and decides every test; up to ``workers`` judges run at once on this machine, or
 any number on the workers of a Dask distributed cluster (:mod:`autograder.distributed`).
-The judges' results stream back to this process, which alone writes the gradebook: it
-enters each judged notebook with nbgrader's own ``Autograde`` and makes its feedback page
-with ``GenerateFeedback``, both run in this process (:mod:`autograder.books`), one
-submission at a time, so SQLite's single writer is never contended. Each finished
-submission is then written to the ledger atomically: a batch that is killed loses nothing
-already graded, and running the same command again grades only what is missing or what
-changed (the submission, or the course's tests).
+Where a submission was judged, its notebooks are also put through ``Autograde``'s
+preprocessors and its feedback page is rendered (:func:`autograder.entry.finish`). The
+results stream back to this process, which alone writes the gradebook: the rows
+``Autograde`` writes, through nbgrader's ``Gradebook`` API on one connection
+(:meth:`autograder.books.Books.enter`), and the files as they came, one submission at a
+time, so SQLite's single writer is never contended. Each finished submission is then
+written to the ledger atomically, after its rows are committed: a batch that is killed
+loses nothing already graded, and running the same command again grades only what is
+missing or what changed (the submission, or the course's tests).
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook
 
 from autograder import assemble, course, summary
 from autograder.books import Books, make_feedback, stale_feedback
 from autograder.feedback import localise_mathjax
-from autograder.judging import Judged, Prepared, Submission, judged_from, run_judge
+from autograder.entry import judge_and_finish
+from autograder.judging import Judged, Prepared, Submission, judged_from
 from autograder.limits import Limits
 from autograder.stages import Stages
 
@@ -111,17 +113,21 @@ def _read_submitted(sub: Submission, expected: Path) -> tuple[nbformat.NotebookN
         return None, f"{expected.name} is not a valid notebook: {type(err).__name__}: {str(err)[:200]}"
 
 
-def prepare(sub: Submission, limits: Limits) -> Prepared:
+def prepare(sub: Submission, limits: Limits, sources: dict[str, dict]) -> Prepared:
     """Assemble every notebook of ``sub`` and write its judge's job; never raises for the
-    submission's faults."""
+    submission's faults. ``sources``: :meth:`autograder.books.Books.sources` of the
+    assignment, which travels with the job's ``feedback`` part (for
+    :func:`autograder.entry.finish`; the judge never sees that part)."""
     jobs = {}
     for source_path in course.source_notebooks(sub.assignment):
         submitted, problem = _read_submitted(sub, source_path)
         if problem:
             return Prepared(sub, {}, problem)
         graded = assemble.assemble(nbformat.read(source_path, as_version=4), submitted)
+        feedback = {"notebook": graded, "name": source_path.name, "assignment": sub.assignment,
+                    "student": sub.student_id, "source": sources[source_path.name]}
         jobs[source_path.name] = (graded, {"assignment": sub.assignment, "cells": assemble.judge_cells(graded),
-                                          "limits": dataclasses.asdict(limits)})
+                                          "limits": dataclasses.asdict(limits), "feedback": feedback})
     return Prepared(sub, jobs)
 
 
@@ -136,7 +142,7 @@ class LocalJudges:
         outputs = {}
         for name, (_, job) in prepared.jobs.items():
             work = self.root / "judging" / sub.student_id / sub.assignment / Path(name).stem
-            outputs[name] = run_judge(job, work, self.timed)
+            outputs[name] = judge_and_finish(job, work, self.timed)
             if outputs[name] is None:
                 break
         return judged_from(prepared, outputs)
@@ -156,58 +162,61 @@ class LocalJudges:
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
-def record(books: Books, root: Path, db_url: str, judged: Judged) -> Result:
-    """Enter a judged submission in the gradebook (nbgrader's ``Autograde``, in this
-    process) and write its feedback page; the one writer of the gradebook."""
+def _fresh(folder: Path) -> Path:
+    """``folder``, emptied (as nbgrader's converters do with ``--force``)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def record(books: Books, root: Path, judged: Judged) -> Result:
+    """Enter a judged submission in the gradebook and write its files as nbgrader's
+    ``Autograde`` and ``GenerateFeedback`` would: ``submitted/``, ``autograded/`` (read-only,
+    as nbgrader leaves them), ``feedback/``; the one writer of the gradebook."""
     sub = judged.submission
     if judged.problem:
-        return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment),
+        return Result(sub.student_id, sub.assignment, 0.0, books.max_score(sub.assignment),
                       "rejected", judged.problem, [])
-    target = root / "submitted" / sub.student_id / sub.assignment
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    folders = [_fresh(root / step / sub.student_id / sub.assignment) for step in ("submitted", "autograded", "feedback")]
     # A submission fetched by `nbgrader collect` carries these two files; nbgrader copies them
     # through autograded/ into feedback/, where `nbgrader release_feedback` needs them.
     for name in EXCHANGE_FILES:
         if (sub.folder / name).is_file():
-            shutil.copy2(sub.folder / name, target / name)
+            for folder, mode in zip(folders, (None, 0o444, 0o644)):
+                shutil.copy2(sub.folder / name, folder / name)
+                if mode:
+                    (folder / name).chmod(mode)
+    submitted, autograded, feedback = folders
     messages: dict[tuple[str, str], str] = {}
-    stopped = []
-    for name, (graded, output) in judged.notebooks.items():
-        errors = {c["index"]: c["error"] for c in output["cells"] if c["error"]}
-        nbformat.write(assemble.with_results(graded, errors), target / name)
+    stopped, finished = [], {}
+    for name, (_, output) in judged.notebooks.items():
+        done = finished[Path(name).stem] = output["finished"]
+        submitted.joinpath(name).write_text(done["submitted"])
+        _write(autograded / name, done["autograded"], 0o444)
         for c in output["cells"]:
             if c["error"]:
                 messages[Path(name).stem, c["grade_id"]] = f"{c['error']['type']}: {c['error']['message']}"
         if output.get("stopped"):
             stopped.append(output["stopped"])
-    failure = books.autograde(sub.assignment, sub.student_id)
-    if failure:
-        return Result(sub.student_id, sub.assignment, 0.0, _max_score(db_url, sub.assignment), "rejected",
-                      failure, [])
-    # tests in the order the notebook has them (the gradebook's cell ids are random)
-    order = {(Path(name).stem, cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")): i
-             for name, (graded, _) in judged.notebooks.items() for i, cell in enumerate(graded.cells)}
+    if not books.enter(sub.assignment, sub.student_id, finished):
+        for stem, done in finished.items():
+            _write(feedback / f"{stem}.html", done["page"], 0o644)
+    # else: the pages are rendered from the gradebook at the end of the batch (stale_feedback)
     tests, score, max_score = [], 0.0, 0.0
-    with Gradebook(db_url) as gb:
-        submission = gb.find_submission(sub.assignment, sub.student_id)
-        for nb in sorted(submission.notebooks, key=lambda n: n.name):
-            for grade in sorted(nb.grades, key=lambda g: (order.get((nb.name, g.name), len(order)), g.name)):
-                points = float(grade.score or 0.0)
-                tests.append({
-                    "notebook": nb.name, "test": grade.name, "points": points,
-                    "max_points": float(grade.max_score), "passed": points >= float(grade.max_score),
-                    "error": messages.get((nb.name, grade.name)),
-                })
-            score += float(nb.score or 0.0)
-            max_score += float(nb.max_score)
+    for stem, done in sorted(finished.items()):
+        for test, grade in done["grades"].items():  # in the notebook's order
+            points = float(grade["auto_score"] or 0.0)
+            tests.append({"notebook": stem, "test": test, "points": points, "max_points": grade["max_score"],
+                          "passed": points >= grade["max_score"], "error": messages.get((stem, test))})
+            score += points
+            max_score += grade["max_score"]
     return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests)
-
-
-def _max_score(db_url: str, assignment: str) -> float:
-    with Gradebook(db_url) as gb:
-        return float(gb.find_assignment(assignment).max_score)
 
 
 # ----------------------------------------------------------------------------- the ledger
@@ -264,13 +273,15 @@ def grade(
     workers: int | None = None,
     scheduler: str | None = None,
     stage_times: bool = False,
+    judges=None,
 ) -> list[Result]:
     """Grade every submission under ``submissions`` into ``out``; return the results.
 
     Judges run on this machine (up to ``workers`` at once), or with ``scheduler`` (a Dask
     distributed address, ``tcp://HOST:PORT``) on that cluster's workers. Either way this
     process alone writes the gradebook and the ledger. With ``stage_times``, the time of
-    every stage is added up in ``out/stages.json``."""
+    every stage is added up in ``out/stages.json``. ``judges``: anything with the ``judge``
+    method of :class:`LocalJudges` (the coordinator's benchmark replays recorded results)."""
     began = time.perf_counter()
     stages = Stages()
     limits = limits or Limits()
@@ -279,7 +290,9 @@ def grade(
     submissions, out = submissions.resolve(), out.resolve()
     subs = find_submissions(submissions)
     root = out / "course"
-    if scheduler:
+    if judges is not None:
+        pass
+    elif scheduler:
         from autograder.distributed import DaskJudges  # Dask is needed only here
 
         judges = DaskJudges(scheduler, timed=stage_times)
@@ -293,10 +306,11 @@ def grade(
         books = Books(root)
         for assignment in sorted({s.assignment for s in subs}):
             books.generate(assignment)
+        sources = {a: books.sources(a) for a in sorted({s.assignment for s in subs})}
         ledger = Ledger(root / "ledger")
         todo = [s for s in subs if ledger.read(s) is None]
     with stages.timed("assembly"):
-        batch = [prepare(s, limits) for s in todo]
+        batch = [prepare(s, limits, sources[s.assignment]) for s in todo]
     lost = []
     for judged in judges.judge(batch):
         if judged.lost:
@@ -306,14 +320,17 @@ def grade(
         for _, output in judged.notebooks.values():
             if "stages" in output:
                 stages.add_judge(output.pop("stages"), judged.submission.assignment)
+                stages.add_finish(output["finished"]["cpu"], judged.submission.assignment)
         with stages.timed("gradebook entry"):
-            result = record(books, root, db_url, judged)
+            result = record(books, root, judged)
         with stages.timed("ledger"):
             ledger.write(judged.submission, result)
         print(f"{result.student_id}/{result.assignment}: {result.score:g}/{result.max_score:g}"
               + (f" ({result.reason})" if result.reason else ""), flush=True)
 
-    results = [r for r in (ledger.read(s) for s in subs) if r is not None]
+    books.close()
+    with stages.timed("outputs"):
+        results = [r for r in (ledger.read(s) for s in subs) if r is not None]
     # every page whose grade is newer than it, this run's and any a killed run left behind
     with stages.timed("feedback pages", children=True):
         stale = stale_feedback(root, [(r.student_id, r.assignment) for r in results if r.status == "graded"])

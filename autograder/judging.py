@@ -61,13 +61,18 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
+def die_with_thread() -> None:
+    """In a child process before exec: die with the thread that started it, so that a
+    killed grader or Dask worker leaves nothing running."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _judge_process_setup(megabytes: int):
     def apply() -> None:  # runs in the child before exec
         size = megabytes * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
-        # the judge (and, through bubblewrap's --die-with-parent, its sandbox) dies with the
-        # thread that started it: a killed grader or Dask worker leaves nothing running
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        # the judge's sandbox dies with it too (bubblewrap's --die-with-parent)
+        die_with_thread()
 
     return apply
 
@@ -81,7 +86,8 @@ def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
     work.mkdir(parents=True, exist_ok=True)
     results = work / "results.json"
     job_path = work / "job.json"
-    job_path.write_text(json.dumps({**job, "results": str(results)}))
+    # the job's feedback part is for autograder.entry.finish, not for the judge
+    job_path.write_text(json.dumps({**{k: v for k, v in job.items() if k != "feedback"}, "results": str(results)}))
     results.unlink(missing_ok=True)
     launched = time.monotonic()
     try:

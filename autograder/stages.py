@@ -5,7 +5,9 @@ in one thread, so ``time.thread_time`` is its CPU) and per stage of each judge, 
 timing every judge writes with its results (:func:`autograder.judge.main`), and writes
 ``OUT/stages.json``.
 
-The judge's stages, per notebook: *judge start-up* (from the moment the coordinator starts
+The work done where the judging ran after the judge is one more stage, *autograded
+notebook, feedback page* (:func:`autograder.entry.finish`, CPU only). The judge's stages,
+per notebook: *judge start-up* (from the moment the coordinator starts
 the process until the judge runs its first cell, and from its last cell until it exits: the
 interpreter, the imports, the sandbox being launched), *student process* (every request the
 judge waits on: the student process starting in its sandbox, the student's cells, the calls
@@ -20,6 +22,9 @@ import resource
 import time
 
 JUDGE_STAGES = ("judge start-up", "student process", "judge tests")
+#: the work done where the judging ran after the judge (:func:`autograder.entry.finish`:
+#: ``Autograde``'s preprocessors, the feedback page); CPU only, in its helper process
+FINISH_STAGE = "autograded notebook, feedback page"
 
 
 def _children_cpu() -> float:
@@ -68,6 +73,11 @@ class Stages:
             self.add(stage, wall, cpu)
             entry["wall"] += wall
             entry["cpu"] += cpu
+
+    def add_finish(self, cpu: float, assignment: str) -> None:
+        """Add the CPU seconds :func:`autograder.entry.finish` spent on a notebook of ``assignment``."""
+        self.add(FINISH_STAGE, 0.0, cpu)
+        self.judged.setdefault(assignment, {"notebooks": 0, "wall": 0.0, "cpu": 0.0})["cpu"] += cpu
 
     def write(self, path, **about) -> None:
         path.write_text(json.dumps({**about, "stages": self.totals, "judged": self.judged}, indent=2))

@@ -43,7 +43,7 @@ from nbgrader.api import Gradebook
 
 from autograder import course
 from autograder.limits import Limits
-from autograder.stages import JUDGE_STAGES
+from autograder.stages import FINISH_STAGE, JUDGE_STAGES
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
@@ -141,7 +141,8 @@ def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict,
     return seconds, cpu_seconds() - cpu, scores, json.loads((out / "stages.json").read_text())
 
 
-STAGE_ORDER = ["course set-up", "assembly", *JUDGE_STAGES, "gradebook entry", "ledger", "feedback pages", "outputs"]
+STAGE_ORDER = ["course set-up", "assembly", *JUDGE_STAGES, FINISH_STAGE, "gradebook entry", "ledger",
+               "feedback pages", "outputs"]
 
 
 def print_stages(n: int, runs: list[tuple[str, dict]]) -> None:
@@ -159,7 +160,8 @@ def print_stages(n: int, runs: list[tuple[str, dict]]) -> None:
                             for kind in ("wall", "cpu")]])
     _table(header, rows)
     print()
-    print("judge seconds per notebook, by assignment (start-up, student process and tests)")
+    print("seconds per submission where the judging ran, by chapter (the judge's start-up, the student's "
+          "process and the tests; CPU also the autograded notebook and the feedback page)")
     assignments = sorted({a for _, about in runs for a in about["judged"]})
     rows = []
     for assignment in assignments:
@@ -216,48 +218,6 @@ def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: in
     return (autograde, autograde_cpu), (feedback, feedback_cpu), scores
 
 
-def gradebook_rate(db_url: str | None, entries: int, assignment: str = "ch01_attention_pooling") -> None:
-    """Time the coordinator's gradebook entry alone: one judged solution of ``assignment``
-    entered ``entries`` times as different students (in-process ``Autograde``), on the
-    gradebook at ``db_url`` (default: SQLite in a temporary folder)."""
-    from autograder import grade
-    from autograder.books import Books
-
-    with tempfile.TemporaryDirectory(prefix="attention-books-") as tmp:
-        work = Path(tmp)
-        subs = work / "subs"
-        build_batch(subs, [assignment], 1)
-        root = work / "course"
-        db_url = db_url or f"sqlite:///{root / 'gradebook.db'}"
-        course.write_config(root, db_url)
-        books = Books(root)
-        books.generate(assignment)
-        prepared = grade.prepare(grade.find_submissions(subs)[0], Limits())
-        judged = grade.LocalJudges(root, 1).judge([prepared]).__next__()
-        tests = 0
-        wall, cpu = time.perf_counter(), time.process_time()
-        for i in range(entries):
-            sub = grade.Submission(f"student{i:05d}", assignment, judged.submission.folder)
-            result = grade.record(books, root, db_url, grade.Judged(sub, judged.notebooks))
-            tests += len(result.tests)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(f"gradebook entry (nbgrader's Autograde) on {db_url.split(':')[0]}: {entries} submissions "
-              f"({tests} grades) in {wall:.1f} s ({cpu:.1f} CPU s): {entries / wall:.2f} submissions/s, "
-              f"{tests / wall:.0f} grades/s")
-        # the database's own share: the same rows written through nbgrader's Gradebook API
-        # on one connection, a transaction per submission, without the notebook processing
-        with Gradebook(db_url) as gb:
-            wall, cpu = time.perf_counter(), time.process_time()
-            for i in range(entries):
-                gb.update_or_create_student(f"writer{i:05d}")
-                submission = gb.update_or_create_submission(assignment, f"writer{i:05d}")
-                for nb in submission.notebooks:
-                    for g in nb.grades:
-                        g.auto_score = float(g.max_score)
-                gb.db.commit()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"gradebook writes alone on {db_url.split(':')[0]}: {entries} submissions in {wall:.1f} s "
-          f"({cpu:.1f} CPU s): {entries / wall:.1f} submissions/s, {tests / wall:.0f} grades/s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,15 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to time (default 1 2)")
     parser.add_argument("--no-plain", action="store_true", help="skip plain nbgrader")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch and the outputs in this folder")
-    parser.add_argument("--gradebook-rate", type=int, default=None, metavar="N",
-                        help="only time entering N judged submissions in the gradebook (with --db)")
-    parser.add_argument("--db", default=None, help="with --gradebook-rate: SQLAlchemy URL of an empty gradebook")
     args = parser.parse_args(argv)
-    if args.gradebook_rate is not None:
-        if args.gradebook_rate < 1:
-            parser.error("--gradebook-rate needs at least 1 submission")
-        gradebook_rate(args.db, args.gradebook_rate)
-        return 0
     known = course.assignments()
     if args.assignments in (None, []):
         # chapters whose grading trains a model (a kernel-only cell) take minutes each; left out
