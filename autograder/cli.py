@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder import chapter_package, course, grade
+from autograder import chapter_package, course, grade, scan
 from autograder.limits import Limits
 
 
@@ -14,7 +14,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    release = sub.add_parser("release", help="regenerate notebooks/ and attention_course/reference/ from solutions/")
+    release = sub.add_parser("release", help="regenerate notebooks/, attention_course/reference/ and attention_course/forbidden.py from solutions/")
     release.add_argument("assignments", nargs="*", help="assignment names (default: all)")
 
     defaults = Limits()
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise course.GradingError(
                     f"unknown assignment {', '.join(unknown)}; known: {', '.join(course.assignments())}"
                 )
-            for path in [*course.release(names), *chapter_package.write_reference_modules()]:
+            for path in [*course.release(names), *chapter_package.write_reference_modules(), scan.write_table()]:
                 print(f"wrote {path.relative_to(course.REPO)}")
         elif args.command == "grade":
             limits = Limits(
