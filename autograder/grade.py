@@ -66,6 +66,9 @@ class Result:
     status: str  # "graded" or "rejected"
     reason: str
     tests: list[dict]
+    # forbidden library calls found (the exercise's tests then scored 0) and indirections the
+    # scan could not resolve, for summary.html: dicts of autograder.judge.Judge.shortcuts
+    shortcuts: list[dict] = dataclasses.field(default_factory=list)
 
     def row(self) -> dict:
         return {
@@ -262,6 +265,8 @@ def record(books: Books, root: Path, db_url: str, judged: Judged) -> Result:
             shutil.copy2(sub.folder / name, target / name)
     messages: dict[tuple[str, str], str] = {}
     stopped = []
+    shortcuts = [{**found, "notebook": Path(name).stem} for name, (_, output) in judged.notebooks.items()
+                 for found in output.get("shortcuts", [])]
     for name, (graded, output) in judged.notebooks.items():
         errors = {c["index"]: c["error"] for c in output["cells"] if c["error"]}
         nbformat.write(assemble.with_results(graded, errors), target / name)
@@ -290,7 +295,7 @@ def record(books: Books, root: Path, db_url: str, judged: Judged) -> Result:
                 })
             score += float(nb.score or 0.0)
             max_score += float(nb.max_score)
-    return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests)
+    return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests, shortcuts)
 
 
 def _max_score(db_url: str, assignment: str) -> float:

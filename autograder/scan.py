@@ -122,6 +122,7 @@ class _Code:
         self.aliases: dict[str, list[str]] = {name: [dotted] for name, dotted in _BUILTINS.items()}
         self.strings: dict[str, str] = {}
         self.defs: dict[str, list[tuple[ast.AST, str]]] = {}
+        self.methods: set[str] = set()  # names of the methods the student's classes define
 
     def learn(self, tree: ast.AST, top_level_of: str | None) -> None:
         """Take the imports, aliases and string constants bound anywhere in ``tree``; with
@@ -143,6 +144,8 @@ class _Code:
                     self.strings[node.targets[0].id] = text
         if top_level_of is None:
             return
+        self.methods |= {f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs.setdefault(node.name, []).append((node, top_level_of))
@@ -342,7 +345,7 @@ class _Walk:
             # a method of a tensor (``x.softmax(-1)``): the receiver is not known before run time
             for entry in self.entries:
                 owner, _, method = entry.rpartition(".")
-                if owner == "torch.Tensor" and node.attr == method and not (
+                if owner == "torch.Tensor" and node.attr == method and method not in self.code.methods and not (
                         isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                     self.hits.append((entry, f".{method} of a value ({where})", line_of))
 
@@ -422,6 +425,7 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
                 # the helpers it uses: the student's own top-level names, other exercises aside
                 for sub in ast.walk(node):
                     if isinstance(sub, ast.Name) and sub.id in code.defs and sub.id not in seen and (
+                            sub.id not in walk.shadowed) and (
                             sub.id == exercise or sub.id not in exercises):
                         todo.append(sub.id)
         for entry, detail, cell_name in dict.fromkeys(walk.hits):
