@@ -32,9 +32,8 @@ import warnings
 import numpy as np
 import psutil
 
-from attention_course.shortcuts import sentence
 from autograder import sandbox, scan, wire
-from autograder.chapter_package import package_view
+from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
 from autograder.limits import Limits
 
@@ -480,7 +479,7 @@ class Judge:
         for result in results:
             exercise = scan.exercise_of_test(result.grade_id, found) if result.kind == "test" else None
             if exercise is not None:
-                result.error = {"type": "ForbiddenShortcut", "message": sentence(exercise, found[exercise], "calls")}
+                result.error = {"type": "ForbiddenShortcut", "message": scan.verdict(exercise, found[exercise])}
         return results
 
     def output(self) -> tuple[str, str]:

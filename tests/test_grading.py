@@ -126,7 +126,8 @@ def test_a_forbidden_shortcut_earns_its_exercise_nothing(graded, route):
             assert {("scan", used), ("trip-wire", used)} <= seen, f"{assignment}/{exercise}/{route}: {seen}"
         page = next((graded / "feedback" / f"shortcut_{route}" / assignment).glob("*.html")).read_text()
         words = html.unescape(re.sub(r"<[^>]+>", "", page))
-        assert "which does this exercise's whole job" in words, f"{assignment}: the feedback does not say why"
+        assert "which does this exercise's whole job and which its docstring forbids" in words, (
+            f"{assignment}: the feedback does not say why")
     summary = html.unescape((graded / "summary.html").read_text())
     assert f"<td>shortcut_{route}</td><td>ch06_transformer_encoder</td><td>LayerNorm</td>" in summary
 

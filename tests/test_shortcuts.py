@@ -14,6 +14,7 @@ import torch
 
 from attention_course import forbidden, shortcuts
 from autograder import scan
+from courseware import forbidden_table
 
 import delegation
 import notebook_tools as nbt
@@ -32,8 +33,8 @@ def test_docstring_and_metadata_name_the_same_calls():
     checked = 0
     for assignment, cell in _solution_cells():
         name = nbt.nbgrader_meta(cell)["grade_id"]
-        listed = scan.forbidden_of(cell)
-        said = scan.docstring_names(cell.source, name) if not name.startswith("answer_") else None
+        listed = forbidden_table.forbidden_of(cell)
+        said = forbidden_table.docstring_names(cell.source, name) if not name.startswith("answer_") else None
         if listed:
             assert said is not None, f"{assignment}/{name}: its docstring has no 'Do not call ...:' sentence"
             assert sorted(said) == sorted(listed), f"{assignment}/{name}: docstring names {said}, metadata {listed}"
@@ -44,7 +45,7 @@ def test_docstring_and_metadata_name_the_same_calls():
 
 
 def test_the_learners_table_is_generated_from_the_metadata():
-    assert (nbt.ROOT / "attention_course" / "forbidden.py").read_text() == scan.table_source(), (
+    assert (nbt.ROOT / "attention_course" / "forbidden.py").read_text() == forbidden_table.table_source(), (
         "attention_course/forbidden.py is out of date with solutions/: run `make release`")
     assert forbidden.FORBIDDEN["LayerNorm"] == ("torch.nn.functional.layer_norm", "torch.nn.LayerNorm", "torch.layer_norm")
 
