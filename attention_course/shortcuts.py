@@ -239,11 +239,12 @@ def guard(answer, name: str, entries: Iterable[str]) -> None:
     ``answer`` is (or derives from) one of them. Does nothing for anything but a function or
     class written in the notebook."""
     entries = frozenset(entries)
-    if not entries:
+    kind = type(answer)  # not isinstance: the grader's stand-in for a student's object is none of these
+    if not entries or not (kind is types.FunctionType or kind is functools.partial or issubclass(kind, type)):
         return
     arm(entries)
     armed = {id(original): entry for entry, (original, _) in _ARMED.items() if entry in entries}
-    bases = answer.__mro__ if issubclass(type(answer), type) else (answer, getattr(answer, "func", None))
+    bases = answer.__mro__ if issubclass(kind, type) else (answer, getattr(answer, "func", None))
     for base in bases:
         if id(base) in armed:
             raise AssertionError(sentence(name, armed[id(base)], "is" if base is answer else "is built on"))

@@ -232,3 +232,18 @@ def test_a_shortcut_fails_the_first_visible_test_in_the_kernel(assignment, route
         message = run.tests[test] or ""
         assert message.startswith(f"AssertionError: {exercise} ") and "which does this exercise's whole job" in message, (
             f"{test} with a {route} shortcut: {message or 'passed'}")
+
+
+def test_the_kernels_check_fails_at_once_for_the_library_object_itself():
+    import functools
+
+    with pytest.raises(AssertionError, match="LayerNorm is torch.nn.LayerNorm"):
+        shortcuts.guard(torch.nn.LayerNorm, "LayerNorm", forbidden.FORBIDDEN["LayerNorm"])
+
+    class LayerNorm(torch.nn.LayerNorm):
+        pass
+
+    with pytest.raises(AssertionError, match="LayerNorm is built on torch.nn.LayerNorm"):
+        shortcuts.guard(LayerNorm, "LayerNorm", forbidden.FORBIDDEN["LayerNorm"])
+    with pytest.raises(AssertionError, match="is built on torch.softmax"):
+        shortcuts.guard(functools.partial(torch.softmax, dim=-1), "softmax", forbidden.FORBIDDEN["softmax"])
