@@ -12,7 +12,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     'TransformerDecoder': ('torch.nn.TransformerDecoder', 'torch.nn.Transformer',),
     'TransformerEncoder': ('torch.nn.TransformerEncoder', 'torch.nn.Transformer',),
     'causal_mask': ('torch.nn.Transformer.generate_square_subsequent_mask',),
-    'image_to_patches': ('torch.nn.functional.unfold', 'torch.nn.Unfold',),
     'pairwise_sq_dists': ('scipy.spatial.distance.cdist', 'torch.cdist',),
     'scaled_dot_product_attention': ('torch.nn.functional.scaled_dot_product_attention',),
     'softmax': ('scipy.special.softmax', 'torch.softmax', 'torch.special.softmax', 'torch.nn.functional.softmax', 'torch.nn.Softmax', 'torch.Tensor.softmax',),

@@ -168,7 +168,6 @@ SHORTCUT_ARGS = {
     "torch.cdist": "(torch.ones(1, 2), torch.ones(1, 2))",
     "torch.nn.functional.scaled_dot_product_attention": "(torch.ones(1, 1, 2), torch.ones(1, 1, 2), torch.ones(1, 1, 2))",
     "torch.nn.MultiheadAttention": "(4, 2)",
-    "torch.nn.functional.unfold": "(torch.ones(1, 1, 2, 2), 2)",
     "torch.nn.functional.layer_norm": "(torch.ones(1, 2), (2,))",
     "torch.nn.TransformerEncoderLayer": "(4, 2, 8)",
     "torch.nn.TransformerEncoder": "(torch.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True), 1, enable_nested_tensor=False)",

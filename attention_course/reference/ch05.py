@@ -107,9 +107,6 @@ def image_to_patches(image, patch_size):
 
     Raises:
         ValueError: if H or W is not divisible by p, or the input is not 3-D or 4-D.
-
-    Do not call `torch.nn.functional.unfold` or `torch.nn.Unfold`: they cut the patches out in
-    one call, which is this exercise; reshape and permute are the building blocks.
     """
     if image.dim() not in (3, 4):
         raise ValueError(f"expected (C, H, W) or (B, C, H, W), got shape {tuple(image.shape)}")
