@@ -198,17 +198,18 @@ def _built(text: str) -> str:
     return f"{text[:half]!r} + {text[half:]!r}"
 
 
-def _direct(entry: str, args: str) -> tuple[str, str, str | None]:
+def _direct(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
     return "import torch\n", f"{entry}{args}", None
 
 
-def _aliased(entry: str, args: str) -> tuple[str, str, str | None]:
+def _aliased(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
+    # one alias per exercise: a name rebound by a later cell would change an earlier exercise
     module, rest = _module_and_rest(entry)
-    return (f"import torch\nfrom {module} import {rest[0]} as _shortcut\n",
-            "_shortcut" + "".join(f".{r}" for r in rest[1:]) + args, None)
+    return (f"import torch\nfrom {module} import {rest[0]} as _shortcut_{name}\n",
+            f"_shortcut_{name}" + "".join(f".{r}" for r in rest[1:]) + args, None)
 
 
-def _getattr_built(entry: str, args: str) -> tuple[str, str, str | None]:
+def _getattr_built(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
     module, rest = _module_and_rest(entry)
     found = f"importlib.import_module({_built(module)})"
     for part in rest:
@@ -216,12 +217,12 @@ def _getattr_built(entry: str, args: str) -> tuple[str, str, str | None]:
     return "import importlib\nimport torch\n", found + args, None
 
 
-def _helper(entry: str, args: str) -> tuple[str, str, str | None]:
-    helper = f"import torch\n\n\ndef _shortcut_helper(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
-    return "import torch\n", f"_shortcut_helper{args}", helper
+def _helper(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
+    helper = f"import torch\n\n\ndef _helper_{name}(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
+    return "import torch\n", f"_helper_{name}{args}", helper
 
 
-#: route -> (entry, arguments) -> (lines put first in the cell, the call, a cell added before it or None)
+#: route -> (entry, arguments, exercise) -> (lines put first in the cell, the call, a cell added before it or None)
 SHORTCUT_ROUTES = {"direct": _direct, "aliased": _aliased, "getattr": _getattr_built, "helper": _helper}
 
 
@@ -262,7 +263,7 @@ def shortcut_notebook(assignment: str, route: str) -> nbformat.NotebookNode:
         if entries:
             name = nbt.nbgrader_meta(cell)["grade_id"]
             entry = shortcut_entry(entries)
-            prelude, call, added = SHORTCUT_ROUTES[route](entry, SHORTCUT_ARGS[entry])
+            prelude, call, added = SHORTCUT_ROUTES[route](entry, SHORTCUT_ARGS[entry], name)
             cell.source = _with_call(cell.source, name, prelude, call)
             if added is not None:
                 cells.append(nbformat.v4.new_code_cell(added))  # a cell the student added
