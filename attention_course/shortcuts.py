@@ -243,7 +243,7 @@ def guard(answer, name: str, entries: Iterable[str]) -> None:
     if not entries or not (kind is types.FunctionType or kind is functools.partial or issubclass(kind, type)):
         return
     arm(entries)
-    armed = {id(original): entry for entry, (original, _) in _ARMED.items() if entry in entries}
+    armed = {id(obj): entry for entry, pair in _ARMED.items() if entry in entries for obj in pair}  # original or wrapper
     bases = answer.__mro__ if issubclass(kind, type) else (answer, getattr(answer, "func", None))
     for base in bases:
         if id(base) in armed:
