@@ -284,10 +284,15 @@ def check_choice(answer: Any, choices: str, *, name: str) -> str:
 
 def check_own_code(answer: Any, *, name: str) -> None:
     """Fail when the exercise ``name`` is the course's own solution (a function or class of
-    ``attention_course``) instead of code written in the notebook.
+    ``attention_course``) instead of code written in the notebook; and, from this call on,
+    whenever ``answer``'s code calls one of the library functions or classes that the
+    exercise's docstring forbids ("Do not call ...": they would do its whole job), such as
+    ``torch.nn.functional.layer_norm`` in a ``LayerNorm``.
 
-    This catches the plain import in a learner's kernel. The grader does not depend on it:
-    while it grades a chapter, that chapter's solutions are not in its package at all."""
+    This catches the plain import and the usual shortcuts in a learner's kernel. The grader
+    does not depend on it: while it grades a chapter, that chapter's solutions are not in its
+    package at all, and it finds the shortcuts on its own (a scan of the code, and the same
+    trip-wire in the student's process)."""
     module = getattr(answer, "__module__", None)
     if isinstance(module, str) and module.split(".")[0] == "attention_course":
         raise AssertionError(
@@ -295,6 +300,9 @@ def check_own_code(answer: Any, *, name: str) -> None:
             f"code: write {name} yourself in its cell. An exercise answered with the course's solution "
             f"earns no points, and the grader's package for this chapter does not contain it."
         )
+    from attention_course import forbidden, shortcuts  # here: chapter 1's kernel need not import them otherwise
+
+    shortcuts.guard(answer, name, forbidden.FORBIDDEN.get(name, ()))
 
 
 __all__ = [

@@ -87,7 +87,9 @@ def judge_cells(notebook: nbformat.NotebookNode) -> list[dict]:
         grade_id = _meta(cell).get("grade_id") or f"cell-{index}"
         kind = kind_of(cell) if _meta(cell) else "added"  # a cell the student added: their code
         cells.append({"index": index, "grade_id": grade_id, "kind": kind, "source": cell.source,
-                      "tags": list(cell.metadata.get("tags", []))})
+                      "tags": list(cell.metadata.get("tags", [])),
+                      # the course's list (the source notebook's metadata), for a solution cell
+                      "forbidden": list(cell.metadata.get("forbidden", [])) if kind == "solution" else []})
     return cells
 
 

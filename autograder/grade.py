@@ -58,6 +58,9 @@ class Result:
     status: str  # "graded" or "rejected"
     reason: str
     tests: list[dict]
+    # forbidden library calls found (the exercise's tests then scored 0) and indirections the
+    # scan could not resolve, for summary.html: dicts of autograder.judge.Judge.shortcuts
+    shortcuts: list[dict] = dataclasses.field(default_factory=list)
 
     def row(self) -> dict:
         return {
@@ -195,6 +198,8 @@ def record(books: Books, root: Path, judged: Judged) -> Result:
     submitted, autograded, feedback = folders
     messages: dict[tuple[str, str], str] = {}
     stopped, finished = [], {}
+    shortcuts = [{**found, "notebook": Path(name).stem} for name, (_, output) in judged.notebooks.items()
+                 for found in output.get("shortcuts", [])]
     for name, (_, output) in judged.notebooks.items():
         done = finished[Path(name).stem] = output["finished"]
         submitted.joinpath(name).write_text(done["submitted"])
@@ -216,7 +221,7 @@ def record(books: Books, root: Path, judged: Judged) -> Result:
                           "passed": points >= grade["max_score"], "error": messages.get((stem, test))})
             score += points
             max_score += grade["max_score"]
-    return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests)
+    return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests, shortcuts)
 
 
 # ----------------------------------------------------------------------------- the ledger

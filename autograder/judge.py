@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import psutil
 
-from autograder import sandbox, wire
+from autograder import sandbox, scan, wire
 from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
 from autograder.limits import Limits
@@ -138,6 +138,21 @@ class Link:
         # the CPU its process tree used, sampled just before it is stopped
         self.waited = 0.0
         self.student_cpu = 0.0
+        # exercise -> its forbidden library calls (autograder.scan), and those the trip-wires in
+        # the student's process saw while a test's request into that exercise ran
+        self.forbidden: dict[str, list[str]] = {}
+        self.tripped: dict[str, set[str]] = {}
+
+    def note_calls(self, label: str, reply: dict) -> None:
+        """Attribute the forbidden calls a reply reports to the exercise whose object the
+        request went into (the root of the stand-in's label: ``LayerNorm(…)`` is ``LayerNorm``'s)."""
+        calls = reply.get("shortcuts")
+        if not isinstance(calls, list):
+            return
+        exercise = label.split("(", 1)[0]
+        for entry in calls:
+            if isinstance(entry, str) and entry in self.forbidden.get(exercise, ()):
+                self.tripped.setdefault(exercise, set()).add(entry)
 
     def request(self, op: str, timeout: float | None = None, **fields) -> dict:
         if self.gone:
@@ -279,6 +294,7 @@ class Remote:
         link = object.__getattribute__(self, "_link")
         reply = link.request(op, handle=object.__getattribute__(self, "_handle"), **fields)
         label = object.__getattribute__(self, "_label")
+        link.note_calls(label, reply)
         remote = lambda key: Remote(link, key, f"{label}(…)")  # noqa: E731
         if sent is not None:
             _copy_back(sent, reply.get("mutated", []), remote)
@@ -360,6 +376,7 @@ class Judge:
         self.limits = limits
         self.link = Link(limits, assignment)
         self.namespace: dict = {"__name__": "__main__"}
+        self.shortcuts: list[dict] = []  # what the scan and the trip-wires found (see shortcut_verdicts)
 
     def _take(self, names: list[str]) -> None:
         """Make the student's globals ``names`` (all of them allowed) visible here: data by
@@ -414,10 +431,14 @@ class Judge:
         ``stop_at_first_failure`` serves the course's own test of its tests (a wrong
         implementation needs to fail one test, not all), never grading."""
         allowed = set(student_names(cells))
+        self.link.forbidden = {c["grade_id"]: list(c.get("forbidden") or []) for c in cells if c["kind"] == "solution"}
+        entries = sorted({e for listed in self.link.forbidden.values() for e in listed})
         results = []
         try:
             with contextlib.suppress(StudentProcessGone):  # then every cell reports it
                 self.link.request("watch", names=sorted(allowed))
+                if entries:  # before any of the student's cells runs
+                    self.link.request("forbid", entries=entries)
             for cell in cells:
                 source = _python_only(cell["source"])
                 if cell["kind"] == "test":
@@ -436,6 +457,29 @@ class Judge:
                 results.append(CellResult(cell["index"], cell["grade_id"], cell["kind"], error))
         finally:
             self.link.stop("grading finished")
+        return self.shortcut_verdicts(cells, results)
+
+    def shortcut_verdicts(self, cells: list[dict], results: list[CellResult]) -> list[CellResult]:
+        """The tests of an exercise that reached one of its forbidden library calls, seen by
+        the static scan of the student's code or by the trip-wires while a test called into
+        it, fail with one sentence (the exercise scores 0). What the scan could not resolve
+        costs nothing; it is kept in ``self.shortcuts`` for the instructor's summary."""
+        found = {}
+        for finding in scan.scan(cells, self.link.forbidden):
+            self.shortcuts.append({**dataclasses.asdict(finding), "how": "scan"})
+            if finding.entry is not None:
+                found.setdefault(finding.exercise, finding.entry)
+        for exercise, called in sorted(self.link.tripped.items()):
+            for entry in sorted(called):
+                self.shortcuts.append({"exercise": exercise, "entry": entry, "cell": exercise, "how": "trip-wire",
+                                       "detail": f"{entry} called while a test ran {exercise}"})
+                found.setdefault(exercise, entry)
+        if not found:
+            return results
+        for result in results:
+            exercise = scan.exercise_of_test(result.grade_id, found) if result.kind == "test" else None
+            if exercise is not None:
+                result.error = {"type": "ForbiddenShortcut", "message": scan.verdict(exercise, found[exercise])}
         return results
 
     def output(self) -> tuple[str, str]:
@@ -499,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         "stdout": stdout,
         "stderr": stderr,
         "seconds": round(time.monotonic() - started, 2),
+        "shortcuts": judge.shortcuts,
         # monotonic clock readings (shared by the processes of one machine) and CPU seconds,
         # for autograder.stages
         "timing": {

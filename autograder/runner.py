@@ -29,6 +29,24 @@ class Runner:
         self.shell = None
         # the names the judge takes from here, and what each was bound to when last reported
         self.watched: dict[str, object] = {}
+        # the trip-wires on the exercises' forbidden library calls (attention_course.shortcuts),
+        # once the judge named them; the calls they saw during the request being served
+        self.shortcuts = None
+        self.recorded: set[str] | None = None
+
+    def forbid(self, entries: list[str]) -> None:
+        """Wrap the forbidden ``entries`` before any of the student's cells runs (a module
+        imported later is wrapped at its import); the calls they see while the judge's request
+        into the student's objects runs go back with its reply."""
+        from attention_course import shortcuts
+
+        self.shortcuts = shortcuts
+        shortcuts.arm(entries)
+        shortcuts.listen(self.record)
+
+    def record(self, entry: str) -> None:
+        if self.recorded is not None:
+            self.recorded.add(entry)
 
     def changes(self) -> list[str]:
         """The watched names bound to another object (or unbound) since the last report."""
@@ -62,6 +80,9 @@ class Runner:
 
             self.shell = InteractiveShell.instance(user_ns=self.namespace)
         result = self.shell.run_cell(source, store_history=False, silent=True)
+        if self.shortcuts is not None:  # a name bound to a forbidden original before it was wrapped
+            self.shortcuts.arm_pending()
+            self.shortcuts.rebind(self.namespace)
         error = result.error_before_exec or result.error_in_exec
         if error is not None:
             return {"ok": False, "error": _describe(error), "changed": self.changes()}
@@ -100,6 +121,9 @@ class Runner:
             return {"ok": True, "value": None}
         if op == "changes":
             return {"ok": True, "changed": self.changes()}
+        if op == "forbid":
+            self.forbid([str(e) for e in request.get("entries", [])])
+            return {"ok": True, "value": None}
         if op == "free":
             for key in request.get("handles", []):
                 self.objects.pop(int(key), None)
@@ -111,6 +135,19 @@ class Runner:
                 raise NameError(f"name {name!r} is not defined")
             return {"ok": True, "value": self.out(self.namespace[name])}
         target = self.resolve(int(request["handle"]))
+        if self.shortcuts is None:
+            return self.on_object(op, target, request, decode)
+        self.shortcuts.arm_pending()
+        self.recorded = set()
+        try:
+            reply = self.on_object(op, target, request, decode)
+        finally:
+            recorded, self.recorded = sorted(self.recorded), None
+        reply["shortcuts"] = recorded
+        return reply
+
+    def on_object(self, op: str, target, request: dict, decode) -> dict:
+        """A request about one of the student's objects (a handle the judge holds)."""
         if op == "getattr":
             return {"ok": True, "value": self.out(getattr(target, str(request["name"])))}
         if op == "setattr":

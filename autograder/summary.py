@@ -98,6 +98,7 @@ def render(results: list) -> str:
     for assignment, rows in sorted(by_assignment.items()):
         parts.append(_assignment_section(assignment, rows))
 
+    parts.append(_shortcuts_section(results))
     parts.append("<h2 id=\"flagged\">Rejected or stopped submissions</h2>")
     if flagged:
         parts.append("<table><tr><th>student</th><th>assignment</th><th>status</th><th>score</th><th>reason</th></tr>")
@@ -147,6 +148,42 @@ def _assignment_section(assignment: str, rows: list) -> str:
             f"<td>{failures}</td></tr>"
         )
     out.append("</table>")
+    return "\n".join(out)
+
+
+def _shortcuts_section(results: list) -> str:
+    """Every exercise that reached one of its forbidden library calls (its tests scored 0), and
+    every one where the scan saw an indirection it could not resolve (no points taken: read
+    the code), per submission."""
+    rows = {"found": [], "unresolved": []}
+    for r in sorted(results, key=lambda r: (r.assignment, r.student_id)):
+        for found in getattr(r, "shortcuts", None) or []:
+            kind = "found" if found.get("entry") else "unresolved"
+            rows[kind].append(
+                f"<tr><td>{html.escape(r.student_id)}</td><td>{html.escape(r.assignment)}</td>"
+                f"<td>{html.escape(str(found.get('exercise') or 'outside the exercises'))}</td>"
+                + (f"<td><code>{html.escape(str(found['entry']))}</code></td><td>{html.escape(str(found.get('how')))}</td>"
+                   if kind == "found" else "")
+                + f"<td><code>{html.escape(str(found.get('detail', ''))[:MESSAGE_CHARS])}</code></td></tr>"
+            )
+    out = ['<h2 id="shortcuts">Forbidden library calls</h2>',
+           "<p>An exercise whose code calls a library function or class that its docstring forbids "
+           "(found by the scan of the code, or by the trip-wire while a test ran it) scores 0 on its tests. "
+           "The trip-wire runs in the student's own process, which the student's code controls: it catches the "
+           "ordinary case, not every one.</p>"]
+    if rows["found"]:
+        out.append("<table><tr><th>student</th><th>assignment</th><th>exercise</th><th>call</th><th>found by</th>"
+                   "<th>where</th></tr>" + "".join(rows["found"]) + "</table>")
+    else:
+        out.append('<p class="muted">None found.</p>')
+    out.append('<h3 id="unresolved">Code the scan could not read</h3>'
+               "<p>Indirections (a name computed at run time, <code>torch._C</code>, <code>globals()</code>...) in "
+               "an exercise's code that the scan could not resolve. They cost no points by themselves: read the code.</p>")
+    if rows["unresolved"]:
+        out.append("<table><tr><th>student</th><th>assignment</th><th>exercise</th><th>what</th></tr>"
+                   + "".join(rows["unresolved"]) + "</table>")
+    else:
+        out.append('<p class="muted">None.</p>')
     return "\n".join(out)
 
 

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from autograder.course import REPO, GradingError, assignments
-from courseware import learner_package, reference_modules
+from courseware import forbidden_table, learner_package, reference_modules
 from courseware.release import release
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m courseware", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    releasing = sub.add_parser("release", help="regenerate notebooks/ and attention_course/reference/ from solutions/")
+    releasing = sub.add_parser("release", help="regenerate notebooks/, attention_course/reference/ and attention_course/forbidden.py from solutions/")
     releasing.add_argument("assignments", nargs="*", help="assignment names (default: all)")
     wheels = sub.add_parser("wheels", help="write every chapter's course package (a wheel) into DEST")
     wheels.add_argument("dest", type=Path)
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
             unknown = sorted(set(names) - set(assignments()))
             if unknown:
                 raise GradingError(f"unknown assignment {', '.join(unknown)}; known: {', '.join(assignments())}")
-            for path in [*release(names), *reference_modules.write_reference_modules()]:
+            for path in [*release(names), *reference_modules.write_reference_modules(), forbidden_table.write_table()]:
                 print(f"wrote {path.relative_to(REPO)}")
         elif args.command == "wheels":
             for path in learner_package.build_wheels(args.dest):

@@ -155,3 +155,133 @@ def lay_out_delegations(submissions, assignments_: list[str]) -> list[str]:
         for assignment in assignments_:
             nbt.lay_out(submissions, assignment, {student: delegated(assignment, style)})
     return students
+
+
+# ----------------------------------------------------------------------------- shortcuts
+# Exercises answered correctly, but calling a library entry point that their docstring forbids
+# (the cell's "forbidden" metadata): the grader must give each such exercise 0 and every other
+# answer full marks, and the learner's kernel must fail its first visible test.
+
+# a small valid call of each entry a variant uses (arguments only)
+SHORTCUT_ARGS = {
+    "torch.softmax": "(torch.ones(2), 0)",
+    "torch.cdist": "(torch.ones(1, 2), torch.ones(1, 2))",
+    "torch.nn.functional.scaled_dot_product_attention": "(torch.ones(1, 1, 2), torch.ones(1, 1, 2), torch.ones(1, 1, 2))",
+    "torch.nn.MultiheadAttention": "(4, 2)",
+    "torch.nn.functional.layer_norm": "(torch.ones(1, 2), (2,))",
+    "torch.nn.TransformerEncoderLayer": "(4, 2, 8)",
+    "torch.nn.TransformerEncoder": "(torch.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True), 1, enable_nested_tensor=False)",
+    "torch.nn.Transformer.generate_square_subsequent_mask": "(2)",
+    "torch.nn.TransformerDecoderLayer": "(4, 2, 8)",
+    "torch.nn.TransformerDecoder": "(torch.nn.TransformerDecoderLayer(4, 2, 8), 1)",
+    "torch.nn.Transformer": "(4, 2, 1, 1, 8, batch_first=True)",
+}
+
+
+def _module_and_rest(entry: str) -> tuple[str, list[str]]:
+    """The longest importable module prefix of ``entry`` and the attribute path after it."""
+    import importlib
+
+    parts = entry.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        return ".".join(parts[:cut]), parts[cut:]
+    raise ValueError(f"no importable module in {entry}")
+
+
+def _built(text: str) -> str:
+    """``text`` as a string built at run time from two literals."""
+    half = len(text) // 2
+    return f"{text[:half]!r} + {text[half:]!r}"
+
+
+def _direct(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
+    return "import torch\n", f"{entry}{args}", None
+
+
+def _aliased(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
+    # one alias per exercise: a name rebound by a later cell would change an earlier exercise
+    module, rest = _module_and_rest(entry)
+    return (f"import torch\nfrom {module} import {rest[0]} as _shortcut_{name}\n",
+            f"_shortcut_{name}" + "".join(f".{r}" for r in rest[1:]) + args, None)
+
+
+def _getattr_built(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
+    module, rest = _module_and_rest(entry)
+    found = f"importlib.import_module({_built(module)})"
+    for part in rest:
+        found = f"getattr({found}, {_built(part)})"
+    return "import importlib\nimport torch\n", found + args, None
+
+
+def _helper(entry: str, args: str, name: str) -> tuple[str, str, str | None]:
+    helper = f"import torch\n\n\ndef _helper_{name}(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
+    return "import torch\n", f"_helper_{name}{args}", helper
+
+
+#: route -> (entry, arguments, exercise) -> (lines put first in the cell, the call, a cell added before it or None)
+SHORTCUT_ROUTES = {"direct": _direct, "aliased": _aliased, "getattr": _getattr_built, "helper": _helper}
+
+
+def forbidden_exercises(nb) -> dict[str, list[str]]:
+    """Exercise name -> its forbidden entries, for the solution cells that have some."""
+    return {nbt.nbgrader_meta(c)["grade_id"]: list(c.metadata["forbidden"]) for c in nb.cells
+            if nbt.is_solution_cell(c) and c.metadata.get("forbidden")}
+
+
+def shortcut_entry(entries: list[str]) -> str:
+    """The entry of ``entries`` a variant calls: the first with a call in :data:`SHORTCUT_ARGS`."""
+    return next(e for e in entries if e in SHORTCUT_ARGS)
+
+
+def _with_call(source: str, name: str, prelude: str, call: str) -> str:
+    """The solution cell ``source`` (the exercise ``name``), with ``prelude`` put first and
+    ``call`` made first thing in the function's body (a class: in ``__init__``)."""
+    tree = ast.parse(source)
+    node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
+    if isinstance(node, ast.ClassDef):
+        node = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    body = node.body
+    first = body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+    lines = source.split("\n")
+    indent = " " * first.col_offset
+    lines.insert(first.lineno - 1, f"{indent}_ = {call}  # the forbidden shortcut")
+    return prelude + "\n".join(lines)
+
+
+def shortcut_notebook(assignment: str, route: str) -> nbformat.NotebookNode:
+    """The source notebook of ``assignment`` where every exercise with a forbidden list calls
+    one of its entries by ``route`` (a key of :data:`SHORTCUT_ROUTES`) and is otherwise the
+    solution; every other answer is the solution too."""
+    nb = copy.deepcopy(nbt.read(nbt.source_notebook(assignment)))
+    cells = []
+    for cell in nb.cells:
+        entries = cell.metadata.get("forbidden") if nbt.is_solution_cell(cell) else None
+        if entries:
+            name = nbt.nbgrader_meta(cell)["grade_id"]
+            entry = shortcut_entry(entries)
+            prelude, call, added = SHORTCUT_ROUTES[route](entry, SHORTCUT_ARGS[entry], name)
+            cell.source = _with_call(cell.source, name, prelude, call)
+            if added is not None:
+                cells.append(nbformat.v4.new_code_cell(added))  # a cell the student added
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def shortcut_assignments() -> list[str]:
+    return [a for a in nbt.assignments() if forbidden_exercises(nbt.read(nbt.source_notebook(a)))]
+
+
+def lay_out_shortcuts(submissions) -> list[str]:
+    """One submission per route and assignment that has forbidden lists, student
+    ``shortcut_<route>``; returns the students."""
+    students = []
+    for route in SHORTCUT_ROUTES:
+        students.append(f"shortcut_{route}")
+        for assignment in shortcut_assignments():
+            nbt.lay_out(submissions, assignment, {students[-1]: shortcut_notebook(assignment, route)})
+    return students

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from autograder import course
+from autograder import course, scan
 from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, visible_part
 
 import browser
@@ -33,12 +33,15 @@ def _grade_cli(*args, cwd=nbt.ROOT):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Per assignment, graded once through `make grade`: the solution, the blank notebook, and
-    three submissions that delegate every exercise to the course's solution (tests/delegation.py)."""
+    """Per assignment, graded once through `make grade`: the solution, the blank notebook,
+    three submissions that delegate every exercise to the course's solution, and, per route, a
+    submission whose exercises with a forbidden list each call one of its entries by that route
+    while every other answer is the solution (tests/delegation.py)."""
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
     nbt.lay_out_solution_and_blank(subs, course.assignments())
     delegation.lay_out_delegations(subs, course.assignments())
+    delegation.lay_out_shortcuts(subs)
     done = subprocess.run(
         ["make", "--no-print-directory", "grade", f"SUBMISSIONS={subs}", f"OUT={out}"],
         cwd=nbt.ROOT, capture_output=True, text=True,
@@ -52,7 +55,8 @@ def test_grades_csv_full_marks_and_zero(graded):
     rows = list(csv.DictReader(open(graded / "grades.csv")))
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
     seen = {(r["student_id"], r["assignment"]): r for r in rows}
-    assert len(seen) == len(rows) == (2 + len(delegation.STYLES)) * len(course.assignments())
+    assert len(seen) == len(rows) == ((2 + len(delegation.STYLES)) * len(course.assignments())
+                                      + len(delegation.SHORTCUT_ROUTES) * len(delegation.shortcut_assignments()))
     for assignment in course.assignments():
         full, blank = seen["solution", assignment], seen["blank", assignment]
         assert float(full["max_score"]) > 0
@@ -91,6 +95,41 @@ def test_an_answer_delegated_to_the_course_earns_nothing(graded, style):
             page = next((graded / "feedback" / f"delegate_{style}" / assignment).glob("*.html")).read_text()
             words = html.unescape(re.sub(r"<[^>]+>", "", page))
             assert "holds the course's solutions of chapter" in words, f"{assignment}: the feedback does not say why"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", delegation.SHORTCUT_ROUTES)
+def test_a_forbidden_shortcut_earns_its_exercise_nothing(graded, route):
+    """Every exercise with a forbidden list, answered correctly but calling one of its entries
+    (by ``route``: a direct call, an aliased import, getattr with a built string, a helper in an
+    added cell), scores 0 on every one of its tests, with one sentence in the feedback; every
+    other test of the notebook passes (a point lost there would be a false fail). Both layers
+    saw each call on their own: the scan of the code and the trip-wire in the student's process.
+    summary.html lists them."""
+    report = {r["assignment"]: r for r in json.loads((graded / "report.json").read_text())
+              if r["student_id"] == f"shortcut_{route}"}
+    assert sorted(report) == delegation.shortcut_assignments()
+    for assignment, entry in report.items():
+        listed = delegation.forbidden_exercises(nbt.read(nbt.source_notebook(assignment)))
+        lost = 0.0
+        for t in entry["tests"]:
+            exercise = scan.exercise_of_test(t["test"], listed)
+            if exercise is None:
+                assert t["passed"], f"{assignment}/{route}: {t['test']} lost points: {t['error']}"
+                continue
+            lost += t["max_points"]
+            assert t["points"] == 0 and t["error"].startswith(f"ForbiddenShortcut: {exercise} calls "), t
+        assert entry["score"] == entry["max_score"] - lost > 0, entry["score"]
+        for exercise, entries in listed.items():
+            seen = {(f["how"], f["entry"]) for f in entry["shortcuts"] if f["exercise"] == exercise}
+            used = delegation.shortcut_entry(entries)
+            assert {("scan", used), ("trip-wire", used)} <= seen, f"{assignment}/{exercise}/{route}: {seen}"
+        page = next((graded / "feedback" / f"shortcut_{route}" / assignment).glob("*.html")).read_text()
+        words = html.unescape(re.sub(r"<[^>]+>", "", page))
+        assert "which does this exercise's whole job and which its docstring forbids" in words, (
+            f"{assignment}: the feedback does not say why")
+    summary = html.unescape((graded / "summary.html").read_text())
+    assert f"<td>shortcut_{route}</td><td>ch06_transformer_encoder</td><td>LayerNorm</td>" in summary
 
 
 def _hidden_lines(assignment: str) -> list[str]:

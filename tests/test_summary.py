@@ -72,3 +72,25 @@ def test_the_page_renders_in_chromium(tmp_path):
     # the plot is decoded and drawn: the page has the bars' colours, not only text
     colours = {colour for _, colour in shot.getcolors(1 << 24)}
     assert (85, 168, 104) in colours and (196, 78, 82) in colours, "the pass-rate bars are not on the page"
+
+
+def test_forbidden_calls_and_unresolved_indirections_are_listed_per_exercise():
+    """summary.html lists every exercise that reached a forbidden call (how it was found) and
+    every one where the scan saw an indirection it could not resolve; none: it says so."""
+    found = {"exercise": "LayerNorm", "entry": "torch.nn.functional.layer_norm", "how": "scan", "cell": "LayerNorm",
+             "detail": "torch.nn.functional.layer_norm (LayerNorm, line 4)", "notebook": "nb"}
+    unread = {"exercise": "EncoderBlock", "entry": None, "how": "scan", "cell": "EncoderBlock",
+              "detail": "getattr with a name computed at run time (EncoderBlock, line 9)", "notebook": "nb"}
+    outside = {**unread, "exercise": None, "detail": "globals() (cell-3, line 1)"}
+    results = [Result("fay", "ch06", 3.0, 9.0, "graded", "", [_test("test_LayerNorm", False, "ForbiddenShortcut: x")],
+                      [found, unread, outside]),
+               Result("gus", "ch06", 9.0, 9.0, "graded", "", [_test("test_LayerNorm", True)])]
+    page = summary.render(results)
+    calls, unresolved = page.split('id="shortcuts"')[1].split('id="unresolved"')
+    assert ("<td>fay</td><td>ch06</td><td>LayerNorm</td><td><code>torch.nn.functional.layer_norm</code></td>"
+            "<td>scan</td>") in calls
+    assert "gus" not in calls + unresolved and "getattr" not in calls
+    assert "<td>fay</td><td>ch06</td><td>EncoderBlock</td><td><code>getattr with a name computed at run time" in unresolved
+    assert "<td>outside the exercises</td><td><code>globals() (cell-3, line 1)" in unresolved
+    empty = summary.render(results[1:])
+    assert "None found." in empty and "<p class=\"muted\">None.</p>" in empty

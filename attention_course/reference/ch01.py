@@ -24,6 +24,10 @@ def softmax(x, axis=-1):
 
     It must not overflow or give NaN for large inputs such as ``x + 1000`` or ``x - 1000``.
     Entries equal to ``-np.inf`` get weight 0, as long as their slice has a finite entry.
+
+    Do not call `scipy.special.softmax`, `torch.softmax`, `torch.special.softmax`,
+    `torch.nn.functional.softmax`, `torch.nn.Softmax` or `torch.Tensor.softmax`: each computes
+    the whole softmax, which is this exercise; write it with NumPy's exp, max and sum.
     """
     x = np.asarray(x)
     shifted = x - np.max(x, axis=axis, keepdims=True)
@@ -49,6 +53,9 @@ def pairwise_sq_dists(queries, keys):
     Raises:
         ValueError: if the feature sizes ``d`` (last axes) differ; the message must name
             both shapes, e.g. "queries have shape (5, 3) but keys have shape (4, 2)".
+
+    Do not call `scipy.spatial.distance.cdist` or `torch.cdist`: each computes every distance at
+    once, which is this exercise; write it with NumPy's arithmetic and broadcasting.
     """
     q = np.asarray(queries)
     k = np.asarray(keys)

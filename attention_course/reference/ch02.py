@@ -94,6 +94,9 @@ def scaled_dot_product_attention(queries, keys, values, mask=None):
     Returns:
         (output, weights): output (..., n, d_v), weights (..., n, m) (each row sums to 1
         over its unmasked keys; a fully masked row is zeros, and so is its output).
+
+    Do not call `torch.nn.functional.scaled_dot_product_attention`: it is this whole exercise in
+    one call; build it from your dot_product_scores and masked_softmax.
     """
     d_k = queries.shape[-1]
     scores = dot_product_scores(queries, keys) / math.sqrt(d_k)

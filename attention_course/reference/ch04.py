@@ -63,6 +63,11 @@ class MultiHeadAttention(nn.Module):
 
     Raises:
         ValueError: naming d_model and num_heads when d_model % num_heads != 0.
+
+    Do not call `torch.nn.MultiheadAttention` or
+    `torch.nn.functional.multi_head_attention_forward`: they are PyTorch's multi-head attention,
+    which this exercise builds; nn.Linear, your split_heads and merge_heads and the course's
+    scaled_dot_product_attention are the building blocks.
     """
 
     def __init__(self, d_model, num_heads, dropout=0.0, bias=True):

@@ -28,6 +28,10 @@ class LayerNorm(nn.Module):
 
     forward(X): X of shape (..., D) -> the same shape and dtype; every token X[..., :] is
     normalised over its own D features with the biased variance.
+
+    Do not call `torch.nn.functional.layer_norm`, `torch.nn.LayerNorm` or `torch.layer_norm`:
+    they are PyTorch's layer norm, which this exercise builds; write the mean, the variance and
+    the scaling yourself.
     """
 
     def __init__(self, d_model, eps=1e-5):
@@ -109,6 +113,9 @@ class EncoderBlock(nn.Module):
 
     forward(X, src_mask=None): X (B, T, D); src_mask None or a boolean attention mask
     (True = may attend) that broadcasts against the (B, h, T, T) scores. Returns (B, T, D).
+
+    Do not call `torch.nn.TransformerEncoderLayer`: it is PyTorch's encoder layer, which this
+    exercise builds from the course's MultiHeadAttention, your AddNorm and your PositionWiseFFN.
     """
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0):
@@ -142,6 +149,9 @@ class TransformerEncoder(nn.Module):
     forward(src, src_mask=None): src (B, S) long ids; src_mask None or a (B, S) boolean
     padding mask, True = a real token. Returns (B, S, D): the last block's output.
     S > max_len raises a ValueError.
+
+    Do not call `torch.nn.TransformerEncoder` or `torch.nn.Transformer`: they are PyTorch's
+    encoder stack, which this exercise builds from your EncoderBlock.
     """
 
     def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0, max_len=512):

@@ -25,6 +25,9 @@ def causal_mask(size, device=None):
 
     Returns:
         (T, T) torch.bool tensor, mask[i, j] = True when j <= i (query i may attend to key j).
+
+    Do not call `torch.nn.Transformer.generate_square_subsequent_mask`: it makes the causal mask
+    in one call, which is this exercise; torch.ones and torch.tril are the building blocks.
     """
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()
 
@@ -70,6 +73,9 @@ class DecoderBlock(nn.Module):
         tgt_mask: None or a boolean mask for the (B, h, T, T) self-attention scores.
         memory_mask: None or a boolean mask for the (B, h, T, S) cross-attention scores.
         Returns (B, T, D).
+
+    Do not call `torch.nn.TransformerDecoderLayer`: it is PyTorch's decoder layer, which this
+    exercise builds from the course's MultiHeadAttention, AddNorm and PositionWiseFFN.
     """
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0):
@@ -108,6 +114,9 @@ class TransformerDecoder(nn.Module):
         tgt_in: (B, T) long, the decoder's input ids; memory: (B, S, D), the encoder's output;
         src_mask: None or the (B, S) boolean padding mask of the source (True = real token).
         Returns logits (B, T, vocab_size).
+
+    Do not call `torch.nn.TransformerDecoder` or `torch.nn.Transformer`: they are PyTorch's
+    decoder stack, which this exercise builds from your DecoderBlock.
     """
 
     def __init__(self, vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0, max_len=512):
@@ -144,6 +153,9 @@ class Transformer(nn.Module):
             src_mask it is given (any (B, S, D) tensor, not only the last output of encode)
         forward(src, tgt_in, src_mask=None) -> logits (B, T, tgt_vocab_size)
     src (B, S) and tgt_in (B, T) are long ids; src_mask is None or the (B, S) padding mask.
+
+    Do not call `torch.nn.Transformer`: it is PyTorch's whole Transformer, which this exercise
+    assembles from the course's encoder and your decoder.
     """
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, d_ff, num_layers, dropout=0.0,

@@ -1,0 +1,390 @@
+"""The library calls each exercise may not make, and the grader's static scan for them.
+
+Each solution cell of ``solutions/`` may carry, beside ``nbgrader`` in its metadata, a key
+``"forbidden"``: the full dotted names of the library entry points that would do the
+exercise's whole job (``["torch.nn.functional.layer_norm", "torch.nn.LayerNorm"]``), the one
+place a maintainer edits; the exercise's docstring names each in one sentence that starts
+"Do not call" (``tests/test_shortcuts.py`` checks that the two agree). ``make release``
+writes them all into ``attention_course/forbidden.py`` (``courseware/forbidden_table.py``),
+which the learner's kernel reads; the grader takes them from the source notebook's cells
+(:func:`autograder.assemble.judge_cells`).
+
+:func:`scan` reads a submission's code (its solution cells and the cells it added) without
+running it, and finds where an exercise's code reaches a forbidden entry: a name or an
+attribute chain, resolved through the imports (``import torch.nn.functional as G``,
+``from torch.nn import LayerNorm as LN``), plain aliases (``ln = F.layer_norm``), the helper
+functions and classes the exercise uses (followed by name), and the indirections that hide a
+name when their strings can be computed without running anything (``getattr`` with a string
+built from literals, ``importlib.import_module``, ``__import__``, ``sys.modules[...]``,
+``eval``/``exec``/``compile`` of a literal). An indirection whose string cannot be computed
+so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``, ``torch._C``) is
+reported as *unresolved*: the instructor reads it in ``summary.html``; it costs nothing by
+itself. Comments and strings that merely name an entry are not code and are never a hit; nor
+is code outside the exercises (a scratch cell comparing an answer with PyTorch's).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import sys
+
+
+
+# ----------------------------------------------------------------------------- the scan
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    exercise: str | None  # None: code outside every exercise with a list
+    entry: str | None  # the forbidden entry reached; None for an unresolved indirection
+    detail: str  # what was seen, in words, with the line
+    cell: str  # the grade_id of the cell (or "cell-N" for an added one)
+
+
+# builtins an indirection goes through (a rebinding such as ``g = getattr`` is followed)
+_BUILTINS = {name: f"builtins.{name}" for name in
+             ("getattr", "eval", "exec", "compile", "__import__", "vars", "globals", "locals")}
+_STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "replace", "join", "format"}
+
+
+class _Code:
+    """What the scan knows of a submission's names: aliases to dotted names, string constants,
+    and the top-level definitions of the student's cells."""
+
+    def __init__(self) -> None:
+        # every dotted name a global may stand for (a name bound in several cells: all of them)
+        self.aliases: dict[str, list[str]] = {name: [dotted] for name, dotted in _BUILTINS.items()}
+        self.strings: dict[str, str] = {}
+        self.defs: dict[str, list[tuple[ast.AST, str]]] = {}
+        self.methods: set[str] = set()  # names of the methods the student's classes define
+
+    def learn(self, tree: ast.AST, top_level_of: str | None) -> None:
+        """Take the imports, aliases and string constants bound anywhere in ``tree``; with
+        ``top_level_of`` (a cell's name), also its top-level definitions."""
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.bind(a.asname, [a.name])
+                    else:
+                        self.bind(a.name.split(".")[0], [a.name.split(".")[0]])
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if a.name != "*":
+                        self.bind(a.asname or a.name, [f"{node.module}.{a.name}"])
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                text = _evaluate(node.value, self.strings)
+                if text is not None:
+                    self.strings[node.targets[0].id] = text
+        if top_level_of is None:
+            return
+        self.methods |= {f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.defs.setdefault(node.name, []).append((node, top_level_of))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for target in getattr(node, "targets", None) or [node.target]:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            self.defs.setdefault(name.id, []).append((node, top_level_of))
+
+    def bind(self, name: str, dotted: list[str]) -> None:
+        known = self.aliases.setdefault(name, [])
+        known.extend(d for d in dotted if d not in known)
+
+    def settle(self) -> None:
+        """Plain aliases (``ln = F.layer_norm``) once every import is known; a name the student
+        defines with ``def`` or ``class`` is the student's own, never an alias."""
+        for name, nodes in self.defs.items():
+            for node, _ in nodes:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    self.bind(name, _Walk(self, None, None).dotted(node.value))
+        for name, nodes in self.defs.items():
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n, _ in nodes):
+                self.aliases.pop(name, None)
+
+
+def _evaluate(node: ast.AST, strings: dict[str, str]) -> str | None:
+    """The string ``node`` computes, when literals alone decide it (no call of the student's)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return strings.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _evaluate(node.left, strings), _evaluate(node.right, strings)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.format_spec is not None or value.conversion not in (-1, 115):
+                    return None
+                value = value.value
+            part = _evaluate(value, strings)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        text = _evaluate(node.value, strings)
+        bounds = [None if b is None else (b.value if isinstance(b, ast.Constant) and isinstance(b.value, int) else
+                                          -b.operand.value if isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub)
+                                          and isinstance(b.operand, ast.Constant) else "?")
+                  for b in (node.slice.lower, node.slice.upper, node.slice.step)]
+        return None if text is None or "?" in bounds else text[slice(*bounds)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS:
+        base = _evaluate(node.func.value, strings)
+        if base is None or node.keywords:
+            return None
+        if node.func.attr == "join":
+            if len(node.args) != 1 or not isinstance(node.args[0], (ast.List, ast.Tuple)):
+                return None
+            items = [_evaluate(e, strings) for e in node.args[0].elts]
+            return None if None in items else base.join(items)
+        args = [_evaluate(a, strings) for a in node.args]
+        return None if None in args else getattr(base, node.func.attr)(*args)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
+        return _evaluate(node.args[0], strings)
+    return None
+
+
+def _object(dotted: str):
+    """The object ``dotted`` names, found through the modules already imported here (nothing
+    is imported: resolving a student's name never runs a package's import code); None if none."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:cut]))
+        if module is not None:
+            break
+    else:
+        return None
+    found = module
+    for part in parts[cut:]:
+        found = getattr(found, part, None)
+        if found is None:
+            return None
+    return found
+
+
+class _Walk:
+    """One walk over the code that belongs to an exercise (or over everything), collecting
+    the forbidden entries it reaches and the indirections it cannot resolve."""
+
+    def __init__(self, code: _Code, entries: dict[str, object] | None, exercise: str | None):
+        self.code, self.entries, self.exercise = code, entries or {}, exercise
+        self.local_aliases: dict[str, list[str]] = {}
+        self.shadowed: set[str] = set()  # parameters and local variables of the code walked
+        self.hits: list[tuple[str, str, str]] = []  # (entry, detail, cell)
+        self.unresolved: list[tuple[str, str]] = []  # (detail, cell)
+        self.extra: list[ast.AST] = []  # code found in literal strings given to exec / compile
+
+    # ----- names
+    def name(self, identifier: str) -> list[str]:
+        if identifier in self.local_aliases:
+            return self.local_aliases[identifier]
+        return [] if identifier in self.shadowed else self.code.aliases.get(identifier, [])
+
+    def dotted(self, node: ast.AST) -> list[str]:
+        """Every full dotted name ``node`` may stand for, as far as the scan can tell (a name
+        bound in several cells may stand for each); empty when it cannot tell."""
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.Attribute):
+            return [f"{base}.{node.attr}" for base in self.dotted(node.value)]
+        if isinstance(node, ast.Subscript):
+            if "sys.modules" in self.dotted(node.value):
+                key = _evaluate(node.slice, self.strings())
+                return [] if key is None else [key]
+            return []
+        if isinstance(node, ast.Call):
+            funcs = self.dotted(node.func)
+            first = node.args[0] if node.args else None
+            if "builtins.getattr" in funcs and len(node.args) >= 2:
+                attribute = _evaluate(node.args[1], self.strings())
+                return [] if attribute is None else [f"{base}.{attribute}" for base in self.dotted(first)]
+            for func in ("importlib.import_module", "builtins.__import__"):
+                if func in funcs and first is not None:
+                    module = _evaluate(first, self.strings())
+                    if module is None:
+                        return []
+                    fromlist = len(node.args) >= 4 or any(k.arg == "fromlist" for k in node.keywords)
+                    return [module if func == "importlib.import_module" or fromlist else module.split(".")[0]]
+            if "builtins.eval" in funcs and first is not None:
+                text = _evaluate(first, self.strings())
+                if text is not None:
+                    try:
+                        return self.dotted(ast.parse(text.strip(), mode="eval").body)
+                    except SyntaxError:
+                        return []
+        return []
+
+    def strings(self) -> dict[str, str]:
+        return self.code.strings
+
+    # ----- the walk
+    def visit(self, node: ast.AST, line_of: str) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return  # a binding: what counts is a use of the name it binds
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Constant):
+            dotted = [d for d in self.dotted(node) if not d.startswith("builtins.")]
+            if dotted:
+                for candidate in dotted:
+                    self.check(candidate, node, line_of)
+                if isinstance(node, ast.Call):  # the arguments the chain did not use are code too
+                    used = 2 if "builtins.getattr" in self.dotted(node.func) else 1
+                    for child in [*node.args[used:], *(k.value for k in node.keywords)]:
+                        self.visit(child, line_of)
+                return
+            self.indirection(node, line_of)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, line_of)
+
+    def check(self, dotted: str, node: ast.AST, line_of: str) -> None:
+        where = f"{line_of}, line {getattr(node, 'lineno', '?')}"
+        for entry, obj in self.entries.items():
+            if dotted == entry or (obj is not None and _object(dotted) is obj):
+                self.hits.append((entry, f"{dotted} ({where})", line_of))
+                return
+        if dotted == "torch._C" or dotted.startswith("torch._C."):
+            self.unresolved.append((f"{dotted}: PyTorch's internals ({where})", line_of))
+
+    def indirection(self, node: ast.AST, line_of: str) -> None:
+        where = f"{line_of}, line {getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Call):
+            funcs = [f for f in self.dotted(node.func) if f.startswith(("builtins.", "importlib."))]
+            func = funcs[0] if funcs else None
+            if func == "builtins.getattr":
+                self.unresolved.append((f"getattr with a name computed at run time ({where})", line_of))
+            elif func in ("importlib.import_module", "builtins.__import__"):
+                self.unresolved.append((f"{func.split('.')[-1]} of a module computed at run time ({where})", line_of))
+            elif func in ("builtins.eval", "builtins.exec", "builtins.compile"):
+                text = _evaluate(node.args[0], self.strings()) if node.args else None
+                try:
+                    tree = ast.parse(text) if text is not None else None
+                except SyntaxError:
+                    tree = None
+                if tree is None:
+                    self.unresolved.append((f"{func.split('.')[-1]} of code computed at run time ({where})", line_of))
+                else:
+                    self.code.learn(tree, None)
+                    self.extra.append(tree)
+            elif func in ("builtins.vars", "builtins.globals", "builtins.locals"):
+                self.unresolved.append((f"{func.split('.')[-1]}() ({where})", line_of))
+        elif isinstance(node, ast.Subscript) and "sys.modules" in self.dotted(node.value):
+            self.unresolved.append((f"sys.modules with a name computed at run time ({where})", line_of))
+        elif isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__builtins__"):
+            self.unresolved.append((f"{node.attr} ({where})", line_of))
+        elif isinstance(node, ast.Attribute) and self.exercise is not None:
+            # a method of a tensor (``x.softmax(-1)``): the receiver is not known before run time
+            for entry in self.entries:
+                owner, _, method = entry.rpartition(".")
+                if owner == "torch.Tensor" and node.attr == method and method not in self.code.methods and not (
+                        isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    self.hits.append((entry, f".{method} of a value ({where})", line_of))
+
+
+def _locals(node: ast.AST, walk: _Walk) -> None:
+    """The names local to the functions of ``node`` (parameters, assignments, imports): a
+    local ``x`` is not the global ``x``; a local alias of a library name is followed."""
+    declared_global = {n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.arg):
+            walk.shadowed.add(sub.arg)
+        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id not in declared_global:
+            walk.shadowed.add(sub.id)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            for a in sub.names:
+                if isinstance(sub, ast.ImportFrom) and sub.module and not sub.level and a.name != "*":
+                    walk.local_aliases[a.asname or a.name] = [f"{sub.module}.{a.name}"]
+                elif isinstance(sub, ast.Import):
+                    name = a.asname or a.name.split(".")[0]
+                    walk.local_aliases[name] = [a.name if a.asname else name]
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            dotted = walk.dotted(sub.value)
+            if dotted:
+                walk.local_aliases[sub.targets[0].id] = dotted
+
+
+def _parse(source: str) -> ast.Module | None:
+    lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
+    """Every forbidden entry that an exercise's code reaches (``entry`` set) and every
+    indirection the scan could not resolve (``entry`` None), in the cells of
+    :func:`autograder.assemble.judge_cells` (only the solution and added cells are the
+    student's; the course's other cells only teach the scan their imports).
+    ``forbidden``: exercise name -> its entries."""
+    code = _Code()
+    trees: list[tuple[ast.Module, str]] = []
+    for cell in cells:
+        if cell["kind"] == "test":
+            continue
+        tree = _parse(cell["source"])
+        if tree is None:
+            continue
+        student = cell["kind"] in ("solution", "added")
+        code.learn(tree, cell["grade_id"] if student else None)
+        if student:
+            trees.append((tree, cell["grade_id"]))
+    code.settle()
+    exercises = {c["grade_id"] for c in cells if c["kind"] == "solution"}
+    findings: list[Finding] = []
+    attributed: set[str] = set()
+    for exercise, entries in sorted(forbidden.items()):
+        if not entries:
+            continue
+        walk = _Walk(code, {e: _object(e) for e in entries}, exercise)
+        todo, seen = [exercise], set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for node, cell_name in code.defs.get(name, []):
+                walk.local_aliases, walk.shadowed = {}, set()
+                if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    _locals(node, walk)
+
+                walk.visit(node, cell_name)
+                for tree in walk.extra:
+                    walk.visit(tree, cell_name)
+                walk.extra = []
+                # the helpers it uses: the student's own top-level names, other exercises aside
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Name) and sub.id in code.defs and sub.id not in seen and (
+                            sub.id not in walk.shadowed) and (
+                            sub.id == exercise or sub.id not in exercises):
+                        todo.append(sub.id)
+        for entry, detail, cell_name in dict.fromkeys(walk.hits):
+            findings.append(Finding(exercise, entry, detail, cell_name))
+        for detail, cell_name in dict.fromkeys(walk.unresolved):
+            findings.append(Finding(exercise, None, detail, cell_name))
+            attributed.add(detail)
+    everything = _Walk(code, None, None)  # indirections outside the exercises' code
+    for tree, cell_name in trees:
+        everything.visit(tree, cell_name)
+    for detail, cell_name in dict.fromkeys(everything.unresolved):
+        if detail not in attributed:
+            findings.append(Finding(None, None, detail, cell_name))
+    return findings
+
+
+def exercise_of_test(test_id: str, exercises) -> str | None:
+    """The exercise a test cell belongs to by its name (``test_<exercise>`` or
+    ``test_<exercise>_<what>``; the longest such exercise), or None."""
+    owners = [e for e in exercises if test_id == f"test_{e}" or test_id.startswith(f"test_{e}_")]
+    return max(owners, key=len) if owners else None
+
+
+def verdict(exercise: str, entry: str) -> str:
+    """The one sentence a test of ``exercise`` fails with when the exercise reached ``entry``."""
+    return (f"{exercise} calls {entry}, which does this exercise's whole job and which its docstring forbids: "
+            f"an exercise that calls it earns no points; write {exercise} with your own code.")
