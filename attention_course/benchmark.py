@@ -27,6 +27,10 @@ For each model it measures
   the training seconds until the first score of at least 95 %, the final score and the
   seconds of the 400 steps.
 
+Then it prints the generation figure of chapter 8
+(:mod:`attention_course.benchmark_generation`): tokens per second of the course's GPT with and
+without its key-value cache, beside a twin built from PyTorch's own layers.
+
 The last line printed is ``step-time ratio course/torch: X.XX (device)``, the one-thread
 CPU ratio when the CPU was measured.
 """
@@ -45,6 +49,7 @@ import time
 import torch
 from torch import nn
 
+from attention_course import benchmark_generation
 from attention_course.dates import make_date_task
 from attention_course.reference.ch03 import sequence_loss
 from attention_course.reference.ch05 import PositionalEncoding
@@ -427,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for device in devices:
         rows += measure_device(device, task, settings)
+    generation = benchmark_generation.report(devices, **({"repeats": 1, "lengths": (16, 32, 64)} if args.quick else {}))
 
     print()
     print(describe_models(build_models(task, torch.device("cpu"))))
@@ -439,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"s to {ACCURACY_BAR:.0%}: training seconds (batches + steps, scoring excluded) until held-out exact "
           f"match >= {ACCURACY_BAR:.0%} on {len(task.test)} test dates, scored every {settings.eval_every} steps; "
           f"train s: all {settings.train_steps} steps of the recipe.")
+    print("\n".join(generation))
     ms_per_step = {(row["device"], row["model"]): row["ms_per_step"] for row in rows}
     for device in sorted({d for d, _ in ms_per_step}, key=lambda d: d == "cpu"):  # the CPU's ratio last
         print(f"step-time ratio course/torch: {ms_per_step[device, 'course'] / ms_per_step[device, 'torch']:.2f} "

@@ -26,7 +26,7 @@ from autograder.course import REPO, assignments, source_notebooks
 PACKAGE = REPO / "attention_course"
 REFERENCE = PACKAGE / "reference"
 # developer tools that import every chapter's reference: never part of a chapter's package
-DEVELOPER_ONLY = ("benchmark.py",)
+DEVELOPER_ONLY = ("benchmark.py", "benchmark_generation.py")
 
 _SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 

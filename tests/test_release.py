@@ -89,7 +89,8 @@ def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment
     for earlier in course.assignments()[:here]:  # what later chapters build on is there
         module = package / "reference" / f"{chapter_package.chapter_of(earlier)}.py"
         assert module.read_text() == (chapter_package.REFERENCE / module.name).read_text()
-    assert not list(package.rglob("__pycache__")) and not (package / "benchmark.py").exists()
+    assert not list(package.rglob("__pycache__"))
+    assert not [name for name in chapter_package.DEVELOPER_ONLY if (package / name).exists()]
 
 
 @pytest.mark.slow
