@@ -18,7 +18,9 @@ import time
 import torch
 from torch import nn
 
+from attention_course.prompts import SEP, PromptTask, complete_prompts, train_prompt_model
 from attention_course.reference.ch08 import GPT, beam_search, generate, top_k_top_p_filter
+from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas, _repeat
 
 __all__ = [
@@ -27,12 +29,21 @@ __all__ = [
     "decoding_rules",
     "top_k_against_top_p",
     "TableModel",
+    "describe_top_k_top_p",
     "beam_search_grid",
+    "describe_beam",
     "attention_work",
     "cache_memory",
     "generation_speed",
+    "describe_speed",
     "parameter_counts",
     "embedding_sizes",
+    "DATES_GPT",
+    "make_date_gpt",
+    "train_date_gpt",
+    "gpt_held_out_exact_match",
+    "answer_step_by_step",
+    "describe_comparison",
     "draw_decoder_only",
     "draw_kv_cache",
 ]
@@ -128,6 +139,17 @@ def top_k_against_top_p(top_k: int = 3, top_p: float = 0.85) -> list[dict]:
     return rows
 
 
+def describe_top_k_top_p(rows: list[dict]) -> str:
+    """Words for :func:`top_k_against_top_p`'s rows, computed from them."""
+    by = {(r["distribution"], r["rule"].split()[0]): r for r in rows}
+    peaked_k, peaked_p = by["peaked", "top-k"], by["peaked", "top-p"]
+    flat_k, flat_p = by["flat", "top-k"], by["flat", "top-p"]
+    return (f"peaked: top-k samples {peaked_k['kept'] - peaked_p['kept']} more token(s) than top-p, "
+            f"carrying {peaked_k['mass'] - peaked_p['mass']:.2f} of the probability\n"
+            f"flat:   top-k drops {flat_p['kept'] - flat_k['kept']} token(s) that top-p keeps, carrying "
+            f"{flat_p['mass'] - flat_k['mass']:.2f} of the probability")
+
+
 # --------------------------------------------------------------------------------------
 # Beam search on a model written as a table
 # --------------------------------------------------------------------------------------
@@ -207,6 +229,19 @@ def beam_search_grid(widths=(1, 2, 3), penalties=(0.0, 1.0), max_new_tokens: int
     }
 
 
+def describe_beam(grid: dict) -> str:
+    """Words for :func:`beam_search_grid`'s result, computed from it: what greedy decoding
+    (width 1) writes, the first width that finds the exhaustive best with ``alpha = 1``, and
+    the best without a length penalty."""
+    widths = sorted({w for w, _ in grid["beam"]})
+    best = grid["best"][1.0][0]
+    found = [w for w in widths if grid["beam"][w, 1.0][0] == best]
+    first = f"width {found[0]} is the first to find it" if found else "no width tried finds it"
+    return (f"greedy (width 1) writes {grid['beam'][1, 1.0][0]!r}; the best by mean log-probability is "
+            f"{best!r}, and {first}\n"
+            f"without the length penalty the best is {grid['best'][0.0][0]!r}")
+
+
 # --------------------------------------------------------------------------------------
 # The key-value cache: counted, measured, and what it costs
 # --------------------------------------------------------------------------------------
@@ -269,6 +304,16 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
     finally:
         torch.set_num_threads(threads)
     return rows
+
+
+def describe_speed(rows: list[dict]) -> str:
+    """Words for :func:`generation_speed`'s rows, computed from them."""
+    first, last = rows[0], rows[-1]
+    return (f"{first['tokens']} -> {last['tokens']} new tokens: speed-up {first['speedup']:.1f}x -> "
+            f"{last['speedup']:.1f}x; tokens/s with the cache x{last['with'] / first['with']:.2f}, "
+            f"without it x{last['without'] / first['without']:.2f}; ratio of the score counts (2T+1)/3: "
+            f"{(2 * first['tokens'] + 1) / 3:.0f} -> {(2 * last['tokens'] + 1) / 3:.0f}; "
+            f"same tokens both ways at every length: {all(r['same'] for r in rows)}")
 
 
 # --------------------------------------------------------------------------------------
@@ -394,3 +439,85 @@ def draw_kv_cache(steps: int = 4):
                        "without it, step s recomputes all s keys and s × s scores",
             ha="left", va="center", fontsize=SMALLEST)
     return fig
+
+
+# --------------------------------------------------------------------------------------
+# The dates as prompts: training, held-out exact match, one answer step by step
+# --------------------------------------------------------------------------------------
+
+#: The sizes of the page's GPT: chapter 7's width, heads, feed-forward width and depth.
+DATES_GPT = {"d_model": 64, "num_heads": 4, "d_ff": 128, "num_layers": 2}
+
+
+def make_date_gpt(task: PromptTask, seed: int = 0) -> GPT:
+    """A :data:`DATES_GPT` for the prompts of ``task``, drawn after ``torch.manual_seed(seed)``:
+    its vocabulary is the task's, its context a prompt and a whole answer."""
+    torch.manual_seed(seed)
+    return GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, **DATES_GPT)
+
+
+def train_date_gpt(task: PromptTask, seed: int = 0, **train_options) -> tuple[GPT, dict]:
+    """:func:`make_date_gpt` trained by :func:`train_prompt_model` with its defaults
+    (``train_options`` override them), without a progress bar. Returns ``(model, history)``."""
+    model = make_date_gpt(task, seed)
+    history = train_prompt_model(model, task, seed=seed, progress=False, **train_options)
+    return model, history
+
+
+def gpt_held_out_exact_match(model: GPT, task: PromptTask) -> tuple[float, list[str]]:
+    """Greedy answers (the reference ``generate``, with the cache) to every held-out prompt of
+    ``task``, and their exact match with the targets: ``(fraction, answers)``. On the CPU it
+    runs on one thread, as training does."""
+    device = next(model.parameters()).device
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        answers = complete_prompts(model, task, [s for s, _ in task.test], generate)
+    finally:
+        torch.set_num_threads(threads)
+    return exact_match(answers, [t for _, t in task.test]), answers
+
+
+@torch.no_grad()
+def answer_step_by_step(model: GPT, task: PromptTask, source: str, top: int = 3) -> list[dict]:
+    """Greedy decoding of one prompt with the key-value cache, one step at a time, as
+    ``generate`` does it: the prompt in one forward pass, then one token per pass with the
+    cache of the pass before. Returns one dict per step: ``fed`` (the characters that pass
+    read), ``cache`` (the cache's length, in positions, after the pass), ``entry`` (the shape
+    of one cached key tensor, ``(B, h, length, d)``), ``top`` (the ``top``
+    most probable next characters with their probabilities) and ``chosen``; checked against
+    ``generate`` on the same prompt."""
+    model.eval()
+    device = next(model.parameters()).device
+    vocab = task.vocab
+    prompt = task.prompts([source], device)
+    fed, past, steps, written = prompt, None, [], []
+    for _ in range(task.answer_length):
+        logits, past = model(fed, past_kv=past)
+        probs = torch.softmax(logits[0, -1].double(), dim=-1)
+        values, ids = torch.topk(probs, top)
+        chosen = int(logits[0, -1].argmax())
+        steps.append({"fed": vocab.decode(fed[0].tolist()) if fed.shape[1] == 1 else source + SEP,
+                      "cache": past[0][0].shape[2], "entry": tuple(past[0][0].shape),
+                      "top": [(vocab.tokens[i], float(v)) for v, i in zip(values, ids.tolist())],
+                      "chosen": vocab.tokens[chosen]})
+        written.append(chosen)
+        if chosen == vocab.eos_id:
+            break
+        fed = torch.tensor([[chosen]], device=device)
+    expected = generate(model, prompt, len(written))[0, prompt.shape[1]:].tolist()
+    if expected != written:
+        raise AssertionError(f"step by step {written} differs from generate's {expected}")
+    return steps
+
+
+def describe_comparison(gpt: dict, transformer: dict) -> str:
+    """Words for two rows of the comparison table (dicts with ``accuracy``, ``history`` and
+    ``parameters``, as :func:`figures.ch07.comparison_table` takes them), computed from them."""
+    share = gpt["parameters"] / transformer["parameters"]
+    cpu = gpt["history"]["cpu_seconds"] / transformer["history"]["cpu_seconds"]
+    gap = 100 * (gpt["accuracy"] - transformer["accuracy"])
+    return (f"the GPT has {share:.0%} of the Transformer's parameters, took {cpu:.2f} times its CPU time "
+            f"to train, and its held-out exact match is {abs(gap):.2f} points "
+            f"{'above' if gap > 0 else 'below' if gap < 0 else 'level with'} it")
