@@ -144,10 +144,10 @@ def describe_top_k_top_p(rows: list[dict]) -> str:
     by = {(r["distribution"], r["rule"].split()[0]): r for r in rows}
     peaked_k, peaked_p = by["peaked", "top-k"], by["peaked", "top-p"]
     flat_k, flat_p = by["flat", "top-k"], by["flat", "top-p"]
-    return (f"peaked: top-k samples {peaked_k['kept'] - peaked_p['kept']} more token(s) than top-p, "
-            f"carrying {peaked_k['mass'] - peaked_p['mass']:.2f} of the probability\n"
-            f"flat:   top-k drops {flat_p['kept'] - flat_k['kept']} token(s) that top-p keeps, carrying "
-            f"{flat_p['mass'] - flat_k['mass']:.2f} of the probability")
+    return (f"peaked: top-k keeps {peaked_k['kept'] - peaked_p['kept']} more token(s) than top-p,\n"
+            f"        with {peaked_k['mass'] - peaked_p['mass']:.2f} of the probability\n"
+            f"flat:   top-k drops {flat_p['kept'] - flat_k['kept']} token(s) that top-p keeps,\n"
+            f"        with {flat_p['mass'] - flat_k['mass']:.2f} of the probability")
 
 
 # --------------------------------------------------------------------------------------
@@ -237,8 +237,8 @@ def describe_beam(grid: dict) -> str:
     best = grid["best"][1.0][0]
     found = [w for w in widths if grid["beam"][w, 1.0][0] == best]
     first = f"width {found[0]} is the first to find it" if found else "no width tried finds it"
-    return (f"greedy (width 1) writes {grid['beam'][1, 1.0][0]!r}; the best by mean log-probability is "
-            f"{best!r}, and {first}\n"
+    return (f"greedy (width 1) writes {grid['beam'][1, 1.0][0]!r}\n"
+            f"the best by mean log-probability is {best!r}; {first}\n"
             f"without the length penalty the best is {grid['best'][0.0][0]!r}")
 
 
@@ -309,11 +309,12 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
 def describe_speed(rows: list[dict]) -> str:
     """Words for :func:`generation_speed`'s rows, computed from them."""
     first, last = rows[0], rows[-1]
-    return (f"{first['tokens']} -> {last['tokens']} new tokens: speed-up {first['speedup']:.1f}x -> "
-            f"{last['speedup']:.1f}x; tokens/s with the cache x{last['with'] / first['with']:.2f}, "
-            f"without it x{last['without'] / first['without']:.2f}; ratio of the score counts (2T+1)/3: "
-            f"{(2 * first['tokens'] + 1) / 3:.0f} -> {(2 * last['tokens'] + 1) / 3:.0f}; "
-            f"same tokens both ways at every length: {all(r['same'] for r in rows)}")
+    return (f"from {first['tokens']} to {last['tokens']} new tokens:\n"
+            f"  speed-up {first['speedup']:.1f}x -> {last['speedup']:.1f}x; ratio of the score "
+            f"counts (2T+1)/3 {(2 * first['tokens'] + 1) / 3:.0f} -> {(2 * last['tokens'] + 1) / 3:.0f}\n"
+            f"  tokens/s with the cache x{last['with'] / first['with']:.2f}, "
+            f"without it x{last['without'] / first['without']:.2f}\n"
+            f"  the same tokens both ways at every length: {all(r['same'] for r in rows)}")
 
 
 # --------------------------------------------------------------------------------------
@@ -518,6 +519,7 @@ def describe_comparison(gpt: dict, transformer: dict) -> str:
     share = gpt["parameters"] / transformer["parameters"]
     cpu = gpt["history"]["cpu_seconds"] / transformer["history"]["cpu_seconds"]
     gap = 100 * (gpt["accuracy"] - transformer["accuracy"])
-    return (f"the GPT has {share:.0%} of the Transformer's parameters, took {cpu:.2f} times its CPU time "
-            f"to train, and its held-out exact match is {abs(gap):.2f} points "
-            f"{'above' if gap > 0 else 'below' if gap < 0 else 'level with'} it")
+    return (f"the GPT has {share:.0%} of the Transformer's parameters\n"
+            f"it took {cpu:.2f} times the Transformer's CPU time to train\n"
+            f"its held-out exact match is {abs(gap):.2f} points "
+            f"{'above' if gap > 0 else 'below' if gap < 0 else 'level with'} the Transformer's")
