@@ -335,14 +335,19 @@ def parameter_counts(vocab_size: int, d_model: int = 64, num_heads: int = 4, d_f
 
 
 def embedding_sizes(model: GPT) -> dict[str, float]:
-    """Root mean square of the entries of the token and position embeddings of ``model``,
-    and of the output layer's weight (the same matrix when tied)."""
+    """Root mean square of the entries of ``model``'s token and position embeddings, its
+    output layer's weight (the same matrix when tied), and, in the first block, of a layer that
+    reads the stream (``W_qkv``) and of the two that add into it (``W_o``, ``dense2``)."""
     def rms(t):
         return t.detach().pow(2).mean().sqrt().item()
 
+    block = model.blocks[0]
     return {"token embedding": rms(model.token_embedding.weight),
             "position embedding": rms(model.position_embedding.weight),
-            "output layer": rms(model.lm_head.weight)}
+            "output layer": rms(model.lm_head.weight),
+            "block 0: W_qkv": rms(block.attention.W_qkv.weight),
+            "block 0: W_o": rms(block.attention.W_o.weight),
+            "block 0: dense2": rms(block.dense2.weight)}
 
 
 # --------------------------------------------------------------------------------------
