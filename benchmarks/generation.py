@@ -1,5 +1,5 @@
-"""Generation speed of chapter 8's GPT: ``python -m attention_course.benchmark_generation``
-(and part of ``make bench``).
+"""Generation speed of chapter 8's GPT: ``python -m benchmarks.generation`` (and part of
+``make bench``).
 
 Greedy generation of one sequence by three models with the *same weights*:
 
@@ -191,7 +191,7 @@ def report(devices, repeats: int = 3, lengths=LENGTHS) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_course.benchmark_generation", description=(
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.generation", description=(
         "Tokens per second of chapter 8's GPT with and without its key-value cache, and of a twin built from "
         "torch.nn.TransformerEncoderLayer."))
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")

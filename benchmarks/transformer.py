@@ -1,4 +1,4 @@
-"""The course's Transformer against ``torch.nn.Transformer``: ``python -m attention_course.benchmark`` (``make bench``).
+"""The course's Transformer against ``torch.nn.Transformer``: ``python -m benchmarks.transformer`` (``make bench``).
 
 Both models have :func:`~attention_course.seq2seq.make_transformer`'s sizes (``d_model``
 64, 4 heads, ``d_ff`` 128, 2 encoder and 2 decoder layers), post-norm, no dropout and the
@@ -28,7 +28,7 @@ For each model it measures
   seconds of the 400 steps.
 
 Then it prints the generation figure of chapter 8
-(:mod:`attention_course.benchmark_generation`): tokens per second of the course's GPT with and
+(:mod:`benchmarks.generation`): tokens per second of the course's GPT with and
 without its key-value cache, beside a twin built from PyTorch's own layers.
 
 The last line printed is ``step-time ratio course/torch: X.XX (device)``, the one-thread
@@ -49,13 +49,13 @@ import time
 import torch
 from torch import nn
 
-from attention_course import benchmark_generation
 from attention_course.dates import make_date_task
 from attention_course.reference.ch03 import sequence_loss
 from attention_course.reference.ch05 import PositionalEncoding
 from attention_course.reference.ch07 import Transformer, causal_mask, greedy_decode, noam_lr
 from attention_course.seq2seq import exact_match, ids_to_strings, make_transformer
 from attention_course.twins import to_torch_decoder_layer, to_torch_encoder_layer
+from benchmarks import generation as generation_bench
 
 __all__ = ["TorchTransformer", "torch_twin", "make_train_step", "Settings", "main"]
 
@@ -292,7 +292,7 @@ def peak_memory(name: str, device: torch.device, settings: Settings) -> float | 
     """:func:`training_memory`; for the CPU in a fresh Python process."""
     if device.type == "cuda":
         return training_memory(name, "cuda", settings)
-    code = ("import json, sys; from attention_course.benchmark import Settings, training_memory; "
+    code = ("import json, sys; from benchmarks.transformer import Settings, training_memory; "
             "print(json.dumps(training_memory(sys.argv[1], 'cpu', Settings(**json.loads(sys.argv[2])))))")
     child = subprocess.run([sys.executable, "-c", code, name, json.dumps(dataclasses.asdict(settings))],
                            capture_output=True, text=True)
@@ -410,7 +410,7 @@ def format_table(rows: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_course.benchmark", description=(
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.transformer", description=(
         "The course's Transformer against torch.nn.Transformer configured the same: time per training step, "
         "tokens/s, peak memory and time to the accuracy bar."))
     parser.add_argument("--steps", type=int, help="timed training steps per model and device (default 100)")
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for device in devices:
         rows += measure_device(device, task, settings)
-    generation = benchmark_generation.report(devices, **({"repeats": 1, "lengths": (16, 32, 64)} if args.quick else {}))
+    generation = generation_bench.report(devices, **({"repeats": 1, "lengths": (16, 32, 64)} if args.quick else {}))
 
     print()
     print(describe_models(build_models(task, torch.device("cpu"))))
