@@ -40,10 +40,13 @@ __all__ = [
     "embedding_sizes",
     "DATES_GPT",
     "make_date_gpt",
+    "DATES_RECIPE",
     "train_date_gpt",
     "gpt_held_out_exact_match",
     "answer_step_by_step",
     "describe_comparison",
+    "describe_steps",
+    "beam_answer",
     "draw_decoder_only",
     "draw_kv_cache",
 ]
@@ -462,11 +465,15 @@ def make_date_gpt(task: PromptTask, seed: int = 0) -> GPT:
     return GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, **DATES_GPT)
 
 
+#: The recipe of the exercise notebook's graded run, which the page repeats.
+DATES_RECIPE = {"num_steps": 400, "batch_size": 64, "lr": 6e-3}
+
+
 def train_date_gpt(task: PromptTask, seed: int = 0, **train_options) -> tuple[GPT, dict]:
-    """:func:`make_date_gpt` trained by :func:`train_prompt_model` with its defaults
-    (``train_options`` override them), without a progress bar. Returns ``(model, history)``."""
+    """:func:`make_date_gpt` trained by :func:`train_prompt_model` with :data:`DATES_RECIPE`
+    (``train_options`` override it), without a progress bar. Returns ``(model, history)``."""
     model = make_date_gpt(task, seed)
-    history = train_prompt_model(model, task, seed=seed, progress=False, **train_options)
+    history = train_prompt_model(model, task, seed=seed, progress=False, **{**DATES_RECIPE, **train_options})
     return model, history
 
 
@@ -528,3 +535,25 @@ def describe_comparison(gpt: dict, transformer: dict) -> str:
             f"it took {cpu:.2f} times the Transformer's CPU time to train\n"
             f"its held-out exact match is {abs(gap):.2f} points "
             f"{'above' if gap > 0 else 'below' if gap < 0 else 'level with'} the Transformer's")
+
+
+def describe_steps(steps: list[dict], answer: str, target: str) -> str:
+    """Words for :func:`answer_step_by_step`'s steps, computed from them: whether the answer is
+    right, and the step where the model was least sure (the smallest top probability), with its
+    two most probable characters."""
+    k = min(range(len(steps)), key=lambda i: steps[i]["top"][0][1])
+    (first, p1), (second, p2) = steps[k]["top"][:2]
+    verdict = "right" if answer == target else "wrong"
+    return (f"the answer is {verdict}; the least sure step is step {k + 1}:\n"
+            f"  {first!r} {p1:.3f} against {second!r} {p2:.3f}, and greedy decoding took {steps[k]['chosen']!r}")
+
+
+@torch.no_grad()
+def beam_answer(model: GPT, task: PromptTask, source: str, beam_width: int = 3,
+                length_penalty: float = 1.0) -> str:
+    """The answer of the reference ``beam_search`` to the prompt of ``source`` (at most a whole
+    answer's tokens), cut at its ``<eos>``."""
+    model.eval()
+    prompt = task.prompts([source], next(model.parameters()).device)[0]
+    tokens, _ = beam_search(model, prompt, beam_width, task.answer_length, task.vocab.eos_id, length_penalty)
+    return task.vocab.decode(tokens.tolist())
