@@ -1,4 +1,4 @@
-"""Figures and demonstrations of chapter 8's book page, *A small decoder-only model*.
+"""Figures and demonstrations of chapter 8's book page, *From the decoder to a small GPT*.
 
 The layers, the decoding functions and the model are in :mod:`attention_course.reference.ch08`
 (generated from the chapter's solution notebook); this module only uses them: it works the
