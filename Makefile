@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install system book test test-fast release grade clean bench-grade bench
+.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -24,17 +24,21 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-# Debian packages: bubblewrap (the grader's sandbox); PostgreSQL (the test of a shared
-# gradebook); Chromium and a CJK font (the book's screenshot tests). Installed only when
-# missing; needs root or sudo.
+# Debian packages, each target installing only what is missing (needs root or sudo).
+APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends
+
+# bubblewrap, the grader's sandbox: all that grading needs beyond the Python environment.
+install-sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { $(APT_INSTALL) bubblewrap >/dev/null; }
+
+# Everything the whole test suite needs: the sandbox; PostgreSQL (the test of a shared
+# gradebook); Chromium and a CJK font (the book's screenshot tests).
 APT_PACKAGES := bubblewrap postgresql chromium fonts-wqy-microhei
 system:
 	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
 	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && \
-	  fc-list 2>/dev/null | grep -qi wenquanyi || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; }
+	  fc-list 2>/dev/null | grep -qi wenquanyi || { $(APT_INSTALL) $(APT_PACKAGES) >/dev/null; }
 
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
 # in _build/html/_static/wheels/ (book/_ext/learner_links.py).
@@ -54,11 +58,11 @@ test-fast: $(STAMP)
 # cell that installs its chapter's package), and each chapter's package as a wheel in
 # _build/wheels/ (what a learner downloads; `make book` publishes them in _static/wheels/).
 release: $(STAMP)
-	$(BIN)/python -m autograder release
-	$(BIN)/python -m autograder.learner_package _build/wheels
+	$(BIN)/python -m courseware release
+	$(BIN)/python -m courseware wheels _build/wheels
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
-grade: $(STAMP) system
+grade: $(STAMP) install-sandbox
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>] [SCHEDULER=tcp://HOST:PORT]" >&2; exit 2; }
 	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
@@ -68,11 +72,11 @@ clean:
 # Grading speed on a generated batch (STUDENTS per assignment; ASSIGNMENTS="all" or names):
 # ours with 1 and 2 workers against plain `nbgrader autograde`, where the time goes per stage;
 # fails if any two runs disagree on a score. Last line: the speed-up and the ratio to nbgrader.
-bench-grade: $(STAMP) system
-	$(BIN)/python -m autograder.bench --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
+bench-grade: $(STAMP) install-sandbox
+	$(BIN)/python -m benchmarks.grading --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
 
 # The course's Transformer against torch.nn.Transformer configured the same, on the same
 # batches: ms per training step, tokens/s, peak memory, seconds to 95 % held-out exact
 # match; on the CPU (one thread) and on CUDA when present. Last line: the step-time ratio.
 bench: $(STAMP)
-	$(BIN)/python -m attention_course.benchmark
+	$(BIN)/python -m benchmarks.transformer

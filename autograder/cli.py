@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder {release,grade} ...``."""
+"""Command line: ``python -m autograder grade ...`` (``make grade``)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder import chapter_package, course, grade
+from autograder import course, grade
 from autograder.limits import Limits
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-
-    release = sub.add_parser("release", help="regenerate notebooks/ and attention_course/reference/ from solutions/")
-    release.add_argument("assignments", nargs="*", help="assignment names (default: all)")
 
     defaults = Limits()
     grading = sub.add_parser("grade", help="grade SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb")
@@ -39,16 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "release":
-            names = args.assignments or course.assignments()
-            unknown = sorted(set(names) - set(course.assignments()))
-            if unknown:
-                raise course.GradingError(
-                    f"unknown assignment {', '.join(unknown)}; known: {', '.join(course.assignments())}"
-                )
-            for path in [*course.release(names), *chapter_package.write_reference_modules()]:
-                print(f"wrote {path.relative_to(course.REPO)}")
-        elif args.command == "grade":
+        if args.command == "grade":
             limits = Limits(
                 cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                 memory_mb=args.memory_mb, processes=args.processes, disk_mb=args.disk_mb,

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,32 +109,3 @@ def generate(root: Path, assignment: str) -> None:
     done = nbgrader(root, "generate_assignment", assignment, "--force")
     if done.returncode != 0:
         raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")
-
-
-def release(assignments_: list[str], target_dir: Path = NOTEBOOKS, wheels_url: str | None = None) -> list[Path]:
-    """Regenerate ``target_dir/<assignment>/`` (``notebooks/`` by default) from ``solutions/<assignment>/``.
-
-    Each learner notebook gets, before its first code cell, the cell that installs its
-    chapter's course package from ``wheels_url`` (default: the published book's, from
-    ``_config.yml``; see :mod:`autograder.learner_package`)."""
-    import nbformat  # here, not at the top: the judge imports this module (see autograder.assemble)
-
-    from autograder import learner_package  # it reads this module's paths
-
-    written = []
-    with tempfile.TemporaryDirectory(prefix="attention-release-") as tmp:
-        root = Path(tmp)
-        write_config(root, db_url=f"sqlite:///{root / 'gradebook.db'}")
-        for assignment in assignments_:
-            generate(root, assignment)
-            target = target_dir / assignment
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(root / "release" / assignment, target)
-            for path in sorted(target.glob("*.ipynb")):
-                # what a learner needs beyond nbgrader's release: a first cell that installs
-                # the chapter's course package where it is missing (Colab, a laptop)
-                nb = nbformat.read(path, as_version=4)
-                nbformat.write(learner_package.with_install_cell(nb, assignment, wheels_url), path)
-                written.append(path)
-    return written

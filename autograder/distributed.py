@@ -3,7 +3,7 @@
 The coordinator (``python -m autograder grade``) assembles each submission and sends its
 judge's jobs (plain JSON: the cells, with the course's own tests, and the limits) to the
 cluster as one task per submission. A worker runs :func:`judge_on_worker`: the same judge
-process, in the same sandbox, as a local run (:func:`autograder.grade.run_judge`), in a
+process, in the same sandbox, as a local run (:func:`autograder.judging.run_judge`), in a
 temporary folder of its own, and sends the judge's output back. Results stream back as they
 complete; the coordinator alone enters them in the gradebook and the ledger.
 
@@ -41,7 +41,7 @@ from distributed import Client, as_completed, get_worker
 from distributed.scheduler import KilledWorker
 
 from autograder import course, sandbox
-from autograder.grade import Judged, Prepared, judged_from, run_judge
+from autograder.judging import Judged, Prepared, judged_from, run_judge
 from autograder.judge import KERNEL_ONLY_TAG
 
 GPU = "GPU"

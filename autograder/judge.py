@@ -33,7 +33,7 @@ import numpy as np
 import psutil
 
 from autograder import sandbox, wire
-from autograder.chapter_package import package_view
+from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
 from autograder.limits import Limits
 

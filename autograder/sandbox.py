@@ -2,7 +2,7 @@
 
 Bubblewrap (Debian's ``bubblewrap``) gives the student process its own view of the
 machine: the system, the Python environment and the grader read-only; in place of the course
-package, the package *of the chapter being graded* (:mod:`autograder.chapter_package`:
+package, the package *of the chapter being graded* (:mod:`autograder.chapter_view`:
 the shared infrastructure and the solutions of the earlier chapters only), read-only; a small
 private writable ``/tmp`` (a tmpfs, so a full disk is impossible); no network (a new,
 empty network namespace: not even loopback); its own PID namespace, so it can signal
@@ -89,7 +89,7 @@ def _gpu_binds() -> list[str]:
 
 def command(argv: list[str], limits: Limits, package: Path) -> list[str]:
     """The command line that runs ``argv`` inside the box, with ``/tmp/work`` as its folder and
-    ``package`` (:func:`autograder.chapter_package.package_view`) as the course package."""
+    ``package`` (:func:`autograder.chapter_view.package_view`) as the course package."""
     root = os.geteuid() == 0
     box = [
         bwrap_path(),

@@ -1,5 +1,5 @@
 """Submissions that answer every exercise with the course's own solution instead of code of
-their own: the attacks that the chapter packages (autograder.chapter_package) must defeat.
+their own: the attacks that the chapter packages (autograder.chapter_view) must defeat.
 
 Each builder returns the source notebook of an assignment with every exercise cell replaced
 by a delegation and every multiple-choice answer set wrong, so that any point such a
@@ -15,7 +15,7 @@ import re
 import nbformat
 
 import notebook_tools as nbt
-from autograder.chapter_package import chapter_of
+from autograder.chapter_view import chapter_of
 
 # reads every file a submission can see (bounded), finds a definition of ``name`` in course
 # code (source, bytecode or notebook) and executes it: what a student who knows where the

@@ -11,7 +11,7 @@ import notebook_tools as nbt
 
 
 def test_quick_benchmark_prints_the_table_and_the_ratio_line():
-    done = subprocess.run([sys.executable, "-m", "attention_course.benchmark", "--quick"], cwd=nbt.ROOT,
+    done = subprocess.run([sys.executable, "-m", "benchmarks.transformer", "--quick"], cwd=nbt.ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
@@ -21,6 +21,6 @@ def test_quick_benchmark_prints_the_table_and_the_ratio_line():
 
 
 def test_bench_rejects_a_bad_step_count():
-    done = subprocess.run([sys.executable, "-m", "attention_course.benchmark", "--steps", "0"], cwd=nbt.ROOT,
+    done = subprocess.run([sys.executable, "-m", "benchmarks.transformer", "--steps", "0"], cwd=nbt.ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "steps" in done.stderr

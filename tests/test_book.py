@@ -107,7 +107,7 @@ def test_toc_pairs_every_chapter_with_its_exercise_notebooks():
         expected = [n for n in released if n.startswith(f"notebooks/{assignment}/")]
         assert expected, (
             f"chapter {doc!r} has no exercise notebook: expected notebooks/{assignment}/*.ipynb "
-            "(run `python -m autograder release`)"
+            "(run `python -m courseware release`)"
         )
         missing = sorted(set(expected) - set(sections))
         assert not missing, f"_toc.yml: chapter {doc!r} lacks its exercise page(s) {missing}"
@@ -894,7 +894,7 @@ def test_launch_buttons_open_each_exercise_notebook(launch_book):
 
 @pytest.mark.slow
 def test_exercise_page_offers_the_chapters_package(launch_book):
-    from autograder import learner_package
+    from courseware import learner_package
 
     for doc in exercise_docs():
         page = launch_book / f"{doc}.html"

@@ -1,6 +1,6 @@
 """A downloaded exercise notebook runs anywhere, and what it installs holds no answer.
 
-* Each chapter's wheel (``autograder.learner_package``) is a real wheel of ``attention_course``,
+* Each chapter's wheel (``courseware.learner_package``) is a real wheel of ``attention_course``,
   and no line of a solution or hidden-test region of that chapter or a later one is in it.
 * In a fresh virtual environment (no clone, no ``.venv`` of the repository; only ``ipykernel``
   and, to spare a multi-GB download, ``torch`` pre-installed) the learner notebook's first cell
@@ -27,8 +27,9 @@ from nbclient import NotebookClient
 
 import browser
 import notebook_tools as nbt
-from autograder import course, learner_package
-from autograder.chapter_package import chapter_of
+from autograder import course
+from autograder.chapter_view import chapter_of
+from courseware import learner_package
 
 # one worker runs them all: the wheels are a module fixture built once
 pytestmark = pytest.mark.xdist_group("download")

@@ -27,7 +27,7 @@ import nbformat
 import pytest
 
 import notebook_tools as nbt
-from autograder import learner_package
+from courseware import learner_package
 
 pytestmark = pytest.mark.xdist_group("grading")
 

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 
 import pytest
 
-from autograder import chapter_package, course
+from autograder import chapter_view, course
+from courseware import learner_package, reference_modules
+from courseware.release import release
 
 import notebook_tools as nbt
 
 
 @pytest.mark.slow
 def test_learner_notebooks_are_in_sync_with_solutions(tmp_path):
-    course.release(course.assignments(), target_dir=tmp_path)
+    release(course.assignments(), target_dir=tmp_path)
     for assignment in course.assignments():
         generated = sorted(p.name for p in (tmp_path / assignment).iterdir())
         committed = sorted(p.name for p in (nbt.NOTEBOOKS / assignment).iterdir())
@@ -42,11 +46,11 @@ def test_learner_notebooks_hold_no_solution_or_hidden_test():
 
 
 def test_reference_modules_are_in_sync_with_solutions(tmp_path):
-    written = chapter_package.write_reference_modules(tmp_path)
-    committed = sorted(p.name for p in chapter_package.REFERENCE.glob("*.py"))
+    written = reference_modules.write_reference_modules(tmp_path)
+    committed = sorted(p.name for p in chapter_view.REFERENCE.glob("*.py"))
     assert sorted(p.name for p in written) == committed
     for path in written:
-        assert path.read_text() == (chapter_package.REFERENCE / path.name).read_text(), (
+        assert path.read_text() == (chapter_view.REFERENCE / path.name).read_text(), (
             f"attention_course/reference/{path.name} is out of date with solutions/: run `make release`"
         )
 
@@ -71,7 +75,7 @@ def _solution_windows(assignment: str) -> set[tuple[str, ...]]:
 @pytest.mark.parametrize("assignment", course.assignments())
 def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment, tmp_path):
     """What the learner of chapter N installs and what the sandbox mounts while it grades it."""
-    package = chapter_package.build_package_tree(assignment, tmp_path)
+    package = chapter_view.build_package_tree(assignment, tmp_path)
     lines = [ln for p in sorted(package.rglob("*.py")) for ln in _code_lines(p.read_text())]
     shipped = {tuple(lines[i:i + WINDOW]) for i in range(len(lines) - WINDOW + 1)}
     here = course.assignments().index(assignment)
@@ -82,14 +86,18 @@ def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment
     exercises = {nbt.nbgrader_meta(c)["grade_id"] for later in course.assignments()[here:]
                  for c in nbt.read(nbt.source_notebook(later)).cells if nbt.is_solution_cell(c)}
     for path in sorted(package.rglob("*.py")):
-        if path.parent.name == "reference" and path.stem < chapter_package.chapter_of(assignment):
+        if path.parent.name == "reference" and path.stem < chapter_view.chapter_of(assignment):
             continue
         defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         assert not defined & exercises, f"{path.relative_to(tmp_path)} defines {sorted(defined & exercises)}"
     for earlier in course.assignments()[:here]:  # what later chapters build on is there
-        module = package / "reference" / f"{chapter_package.chapter_of(earlier)}.py"
-        assert module.read_text() == (chapter_package.REFERENCE / module.name).read_text()
-    assert not list(package.rglob("__pycache__")) and not (package / "benchmark.py").exists()
+        module = package / "reference" / f"{chapter_view.chapter_of(earlier)}.py"
+        assert module.read_text() == (chapter_view.REFERENCE / module.name).read_text()
+    assert not list(package.rglob("__pycache__"))
+    files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file())
+    source = sorted(p.relative_to(chapter_view.PACKAGE).as_posix() for p in chapter_view.PACKAGE.rglob("*")
+                    if p.is_file() and "__pycache__" not in p.parts)
+    assert files == source, "a chapter's package holds exactly the course package's files"
 
 
 @pytest.mark.slow
@@ -97,7 +105,7 @@ def test_plain_nbgrader_grades_the_released_notebooks(tmp_path):
     """An instructor on a hub may grade with nbgrader's own ``autograde``: it accepts the
     released notebook as submitted (install cell included) and scores the solution, a
     half-solved notebook and the untouched one as our grader does."""
-    from autograder import bench
+    from benchmarks import grading as bench
 
     assignment = "ch01_attention_pooling"  # NumPy only: quick to run three times
     students = bench.students(3)  # the solution, the untouched notebook, the first half solved
@@ -108,3 +116,20 @@ def test_plain_nbgrader_grades_the_released_notebooks(tmp_path):
     assert scores[("solution", assignment)] == full, scores
     assert scores[("blank", assignment)] == 0, scores
     assert 0 < scores[(students[2], assignment)] < full, scores
+
+
+def test_the_release_command_names_an_unknown_assignment_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "courseware", "release", "ch99_nothing"], cwd=nbt.ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and not done.stdout, done.stdout + done.stderr
+    assert done.stderr.startswith("error: unknown assignment ch99_nothing; known: ch01_"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_wheels_command_writes_every_chapters_wheel(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "courseware", "wheels", str(tmp_path)], cwd=nbt.ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    wheels = sorted(p.name for p in tmp_path.glob("*.whl"))
+    assert wheels == sorted(learner_package.wheel_name(a) for a in course.assignments())
+    assert len(done.stdout.splitlines()) == len(wheels)

@@ -28,7 +28,8 @@ import pytest
 import browser
 import cdp
 import notebook_tools as nbt
-from autograder import course, learner_package
+from autograder import course
+from courseware import learner_package
 
 ASSIGNMENT = "ch01_attention_pooling"
 STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)

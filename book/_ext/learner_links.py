@@ -11,7 +11,7 @@ and the chapter's course package beside the notebook's download.
   (``_static/wheels/attention_course-<version>+chNN-py3-none-any.whl``): the notebook's first
   cell installs it from the published book, or from the notebook's folder. The wheels are
   built at the end of the build from what each chapter's learner may have
-  (:mod:`autograder.learner_package`).
+  (:mod:`courseware.learner_package`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from autograder import learner_package
+from courseware import learner_package
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The course's Transformer against ``torch.nn.Transformer``: ``python -m attention_course.benchmark`` (``make bench``).
+"""The course's Transformer against ``torch.nn.Transformer``: ``python -m benchmarks.transformer`` (``make bench``).
 
 Both models have :func:`~attention_course.seq2seq.make_transformer`'s sizes (``d_model``
 64, 4 heads, ``d_ff`` 128, 2 encoder and 2 decoder layers), post-norm, no dropout and the
@@ -287,7 +287,7 @@ def peak_memory(name: str, device: torch.device, settings: Settings) -> float | 
     """:func:`training_memory`; for the CPU in a fresh Python process."""
     if device.type == "cuda":
         return training_memory(name, "cuda", settings)
-    code = ("import json, sys; from attention_course.benchmark import Settings, training_memory; "
+    code = ("import json, sys; from benchmarks.transformer import Settings, training_memory; "
             "print(json.dumps(training_memory(sys.argv[1], 'cpu', Settings(**json.loads(sys.argv[2])))))")
     child = subprocess.run([sys.executable, "-c", code, name, json.dumps(dataclasses.asdict(settings))],
                            capture_output=True, text=True)
@@ -405,7 +405,7 @@ def format_table(rows: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_course.benchmark", description=(
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.transformer", description=(
         "The course's Transformer against torch.nn.Transformer configured the same: time per training step, "
         "tokens/s, peak memory and time to the accuracy bar."))
     parser.add_argument("--steps", type=int, help="timed training steps per model and device (default 100)")

@@ -1,4 +1,4 @@
-"""What each chapter's learner, and the grader's sandbox for that chapter, may import.
+"""The reference modules: what each chapter's learner, and the grader's sandbox for that chapter, may import.
 
 Every exercise is written once, as a solution cell in ``solutions/``. The layers a later
 chapter builds on (chapter 6 uses chapter 4's ``MultiHeadAttention``) are *generated* from
@@ -9,34 +9,20 @@ The package of chapter N (:func:`build_package_tree`) is the course package with
 reference modules of chapters N and later replaced by a stub that raises ``ImportError``
 with a plain sentence. The grader's sandbox mounts that tree in place of the package while
 it grades chapter N, and the learner's download for chapter N is built from the same tree,
-so neither holds an answer of chapter N or later.
+so neither holds an answer of chapter N or later. Both are made by :mod:`autograder.chapter_view`.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
+import nbformat
+
+from autograder.chapter_view import REFERENCE, chapter_of
 from autograder.course import REPO, assignments, source_notebooks
 
-PACKAGE = REPO / "attention_course"
-REFERENCE = PACKAGE / "reference"
-# developer tools that import every chapter's reference: never part of a chapter's package
-DEVELOPER_ONLY = ("benchmark.py",)
-
 _SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
-
-
-def chapter_of(assignment: str) -> str:
-    """``"ch04"`` for ``"ch04_multihead_attention"``."""
-    tag = assignment.split("_", 1)[0]
-    if not (tag.startswith("ch") and tag[2:].isdigit()):
-        raise ValueError(f"assignment {assignment!r} does not start with its chapter (chNN_...)")
-    return tag
 
 
 def _meta(cell) -> dict:
@@ -81,8 +67,6 @@ def reference_source(assignment: str) -> str:
     """The text of ``attention_course/reference/<chNN>.py``: the solution cells of
     ``assignment``'s source notebook, with the imports they use."""
     (path,) = source_notebooks(assignment)
-    import nbformat  # here, not at the top: the judge imports this module (see autograder.assemble)
-
     nb = nbformat.read(path, as_version=4)
     cells = _exercise_cells(nb)
     names = [_meta(c)["grade_id"] for c in cells]
@@ -101,17 +85,6 @@ def reference_source(assignment: str) -> str:
     return "\n\n\n".join([head, *bodies]) + "\n"
 
 
-def _stub_source(chapter: str, for_assignment: str) -> str:
-    here = int(chapter_of(for_assignment)[2:])
-    message = (
-        f"attention_course.reference.{chapter} holds the course's solutions of chapter {int(chapter[2:])}; "
-        f"the package of chapter {here} (and the grader, while it grades chapter {here}) leaves out the "
-        f"solutions of chapter {here} and later. Write the exercise yourself: an answer that uses the "
-        f"course's solution earns no points."
-    )
-    return f'"""Left out of the package of chapter {here}."""\n\nraise ImportError({message!r})\n'
-
-
 def write_reference_modules(target: Path = REFERENCE) -> list[Path]:
     """(Re)write ``attention_course/reference/`` from ``solutions/``; returns the files written."""
     target.mkdir(parents=True, exist_ok=True)
@@ -119,7 +92,7 @@ def write_reference_modules(target: Path = REFERENCE) -> list[Path]:
     init = target / "__init__.py"
     init.write_text(
         '"""The course\'s solved exercises, one module per chapter, generated from solutions/\n'
-        'by `make release` (autograder.chapter_package). Chapter N\'s package holds those of the\n'
+        'by `make release` (courseware.reference_modules). Chapter N\'s package holds those of the\n'
         'chapters before N only."""\n'
     )
     written.append(init)
@@ -128,53 +101,3 @@ def write_reference_modules(target: Path = REFERENCE) -> list[Path]:
         path.write_text(reference_source(assignment))
         written.append(path)
     return written
-
-
-def build_package_tree(assignment: str, dest: Path) -> Path:
-    """Write ``dest/attention_course/``: the course package as chapter ``assignment`` may
-    have it (the shared infrastructure, the reference modules of the chapters before it, a
-    stub for the others); returns that folder."""
-    here = int(chapter_of(assignment)[2:])
-    package = dest / "attention_course"
-    if package.exists():
-        shutil.rmtree(package)
-    shutil.copytree(
-        PACKAGE, package,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *DEVELOPER_ONLY),
-    )
-    for module in sorted((package / "reference").glob("ch*.py")):
-        chapter = module.stem
-        if int(chapter[2:]) >= here:
-            module.write_text(_stub_source(chapter, assignment))
-    return package
-
-
-def views_folder() -> Path:
-    """Where :func:`package_view` caches the views: the grading user's own cache folder
-    (``$XDG_CACHE_HOME`` or ``~/.cache``), made private. Not the shared temporary folder: a
-    view there could be planted by another user of the machine before the grader made it."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = cache / "attention-course" / "views"
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder.parent, 0o700)
-    return folder
-
-
-def package_view(assignment: str) -> Path:
-    """A read-only-ready copy of chapter ``assignment``'s package for the sandbox, cached in
-    :func:`views_folder` by the package's content (rebuilt when it changes)."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(str(path.relative_to(PACKAGE)).encode())
-        digest.update(path.read_bytes())
-    root = views_folder() / f"{assignment}-{digest.hexdigest()[:16]}"
-    package = root / "attention_course"
-    if not (root / ".complete").is_file():
-        staging = Path(tempfile.mkdtemp(prefix=f"{assignment}-", dir=root.parent))
-        build_package_tree(assignment, staging)
-        (staging / ".complete").touch()
-        try:
-            staging.rename(root)  # atomic: parallel judges never see a half-written view
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)  # another judge made it first
-    return package

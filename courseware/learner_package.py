@@ -2,16 +2,16 @@
 that installs it.
 
 Chapter ``chNN``'s wheel, ``attention_course-<course version>+chNN-py3-none-any.whl``, holds
-exactly what :func:`autograder.chapter_package.build_package_tree` gives that chapter's learner
+exactly what :func:`autograder.chapter_view.build_package_tree` gives that chapter's learner
 (the shared infrastructure and the reference layers of the chapters before it; never an answer
 of chapter NN or a later one). ``make book`` publishes the wheels in the book's
 ``_static/wheels/`` (``book/_ext/learner_links.py``); ``make release`` writes them to
 ``_build/wheels/`` too, for an instructor's hub. The first code cell of every learner notebook
-(:func:`install_cell`, put there by ``python -m autograder release``) installs its chapter's
+(:func:`install_cell`, put there by ``python -m courseware release``) installs its chapter's
 wheel from the published book (``html.baseurl`` in ``_config.yml``) or from the notebook's own
 folder.
 
-``python -m autograder.learner_package DEST`` writes every chapter's wheel into ``DEST``.
+``python -m courseware wheels DEST`` writes every chapter's wheel into ``DEST``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import sys
 import tempfile
 import tomllib
 import zipfile
@@ -29,7 +28,7 @@ import nbformat
 import yaml
 
 from autograder import course
-from autograder.chapter_package import build_package_tree, chapter_of
+from autograder.chapter_view import build_package_tree, chapter_of
 
 # Wheel entries get this fixed time, so the same sources give byte-identical wheels.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -79,7 +78,7 @@ def write_wheel(package: Path, assignment: str, dest_dir: Path) -> Path:
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             entries.append((path.relative_to(package.parent).as_posix(), path.read_bytes()))
     entries.append((f"{dist_info}/METADATA", _metadata(assignment).encode()))
-    wheel_meta = "Wheel-Version: 1.0\nGenerator: autograder.learner_package\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    wheel_meta = "Wheel-Version: 1.0\nGenerator: courseware.learner_package\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     entries.append((f"{dist_info}/WHEEL", wheel_meta.encode()))
     record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in entries)
     entries.append((f"{dist_info}/RECORD", (record + f"{dist_info}/RECORD,,\n").encode()))
@@ -185,16 +184,3 @@ def with_install_cell(nb: nbformat.NotebookNode, assignment: str, wheels_url: st
     nb.cells = cells[:first_code] + [install_cell(assignment, wheels_url)] + cells[first_code:]
     return nb
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m autograder.learner_package DEST", file=sys.stderr)
-        return 2
-    for path in build_wheels(Path(args[0])):
-        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

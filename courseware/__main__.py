@@ -1,0 +1,5 @@
+import sys
+
+from courseware.cli import main
+
+sys.exit(main())

@@ -1,0 +1,28 @@
+"""The Makefile's targets install what they need and nothing else (read with ``make -n``,
+which prints every command a target would run without running one)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import notebook_tools as nbt
+
+
+def _dry_run(*target: str) -> str:
+    done = subprocess.run(["make", "-n", *target], cwd=nbt.ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_grade_installs_bubblewrap_only():
+    for target in (["grade", "SUBMISSIONS=submissions"], ["bench-grade"]):
+        commands = _dry_run(*target)
+        assert "command -v bwrap" in commands and "bubblewrap" in commands, commands
+        for other in ("postgresql", "chromium", "fonts-"):
+            assert other not in commands, f"make {target[0]} installs {other}:\n{commands}"
+
+
+def test_test_installs_everything_the_suite_needs():
+    commands = _dry_run("test")
+    for package in ("bubblewrap", "postgresql", "chromium", "fonts-wqy-microhei"):
+        assert package in commands, f"make test does not install {package}:\n{commands}"
