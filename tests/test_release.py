@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 
 import pytest
 
 from autograder import chapter_view, course
-from courseware import reference_modules
+from courseware import learner_package, reference_modules
 from courseware.release import release
 
 import notebook_tools as nbt
@@ -114,3 +116,20 @@ def test_plain_nbgrader_grades_the_released_notebooks(tmp_path):
     assert scores[("solution", assignment)] == full, scores
     assert scores[("blank", assignment)] == 0, scores
     assert 0 < scores[(students[2], assignment)] < full, scores
+
+
+def test_the_release_command_names_an_unknown_assignment_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "courseware", "release", "ch99_nothing"], cwd=nbt.ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and not done.stdout, done.stdout + done.stderr
+    assert done.stderr.startswith("error: unknown assignment ch99_nothing; known: ch01_"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_wheels_command_writes_every_chapters_wheel(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "courseware", "wheels", str(tmp_path)], cwd=nbt.ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    wheels = sorted(p.name for p in tmp_path.glob("*.whl"))
+    assert wheels == sorted(learner_package.wheel_name(a) for a in course.assignments())
+    assert len(done.stdout.splitlines()) == len(wheels)
