@@ -84,7 +84,8 @@ bench-coordinator: $(STAMP) system
 
 # The course's Transformer against torch.nn.Transformer configured the same, on the same
 # batches: ms per training step, tokens/s, peak memory, seconds to 95 % held-out exact
-# match; on the CPU (one thread) and on CUDA when present. Last line: the step-time ratio.
+# match; on the CPU (one thread) and on CUDA when present; then chapter 8's GPT generating with
+# and without its key-value cache, beside a twin of PyTorch's layers. Last line: the step-time ratio.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.transformer
 

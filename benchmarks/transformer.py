@@ -28,6 +28,10 @@ For each model it measures
   the first score of at least the chapter's bar, the final score and the seconds of all
   the steps.
 
+Then it prints the generation figure of chapter 8
+(:mod:`benchmarks.generation`): tokens per second of the course's GPT with and
+without its key-value cache, beside a twin built from PyTorch's own layers.
+
 The last line printed is ``step-time ratio course/torch: X.XX (device)``, the one-thread
 CPU ratio when the CPU was measured.
 """
@@ -53,6 +57,7 @@ from attention_course.reference.ch05 import PositionalEncoding
 from attention_course.reference.ch07 import Transformer, causal_mask, greedy_decode, noam_lr
 from attention_course.seq2seq import exact_match, ids_to_strings, make_transformer
 from attention_course.twins import to_torch_decoder_layer, to_torch_encoder_layer
+from benchmarks import generation as generation_bench
 
 __all__ = ["TorchTransformer", "torch_twin", "make_train_step", "Settings", "main"]
 
@@ -430,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for device in devices:
         rows += measure_device(device, task, settings)
+    generation = generation_bench.report(devices, **({"repeats": 1, "lengths": (16, 32, 64)} if args.quick else {}))
 
     print()
     print(describe_models(build_models(task, torch.device("cpu"))))
@@ -442,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"s to {ACCURACY_BAR:.0%}: training seconds (batches + steps, scoring excluded) until held-out exact "
           f"match >= {ACCURACY_BAR:.0%} on {len(task.test)} test dates, scored every {settings.eval_every} steps; "
           f"train s: all {settings.train_steps} steps of the recipe.")
+    print("\n".join(generation))
     ms_per_step = {(row["device"], row["model"]): row["ms_per_step"] for row in rows}
     for device in sorted({d for d, _ in ms_per_step}, key=lambda d: d == "cpu"):  # the CPU's ratio last
         print(f"step-time ratio course/torch: {ms_per_step[device, 'course'] / ms_per_step[device, 'torch']:.2f} "

@@ -18,6 +18,9 @@ def test_quick_benchmark_prints_the_table_and_the_ratio_line():
     assert re.fullmatch(r"step-time ratio course/torch: \d+\.\d\d \(cpu\)", lines[-1]), lines[-1]
     assert any(line.split()[:2] == ["cpu", "course"] for line in lines)
     assert any(line.split()[:2] == ["cpu", "torch"] for line in lines)
+    # the generation figure: one row per length, the three models writing the same tokens
+    generation = [line.split() for line in lines if re.match(r"cpu\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d,]+\s+[\d.]+x", line)]
+    assert [row[1] for row in generation] == ["16", "32", "64"] and all(row[-1] == "yes" for row in generation), lines
 
 
 def test_bench_rejects_a_bad_step_count():

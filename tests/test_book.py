@@ -738,9 +738,13 @@ def diagram_docs() -> dict[str, list[str]]:
     return found
 
 
-def picture_text(name: str) -> tuple[float, bool]:
-    """The smallest font, in points, of the picture that ``diagrams.<name>()`` draws, and
-    whether it writes tensor shapes such as ``(B, S, D)``."""
+def picture_text(name: str, doc: str | None = None) -> tuple[float, bool]:
+    """The smallest font, in points, of the picture that ``diagrams.<name>()`` draws (or, when
+    ``diagrams`` has no such function, the figure module of chapter page ``doc``,
+    ``figures.chNN``, drawn with the same kit), and whether it writes tensor shapes such as
+    ``(B, S, D)``."""
+    import importlib
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -749,9 +753,13 @@ def picture_text(name: str) -> tuple[float, bool]:
     sys.path.insert(0, str(REPO / "book"))
     try:
         from figures import diagrams
+
+        module = diagrams
+        if not hasattr(diagrams, name) and doc is not None:
+            module = importlib.import_module(f"figures.{PurePosixPath(doc).name.split('_')[0]}")
     finally:
         sys.path.remove(str(REPO / "book"))
-    fig = getattr(diagrams, name)()
+    fig = getattr(module, name)()
     try:
         from matplotlib.text import Text
 
@@ -763,7 +771,8 @@ def picture_text(name: str) -> tuple[float, bool]:
 
 def test_the_chapters_draw_the_architecture_pictures():
     drawn = {name for names in diagram_docs().values() for name in names}
-    wanted = {"draw_bahdanau", "draw_multihead", "draw_encoder", "draw_transformer", "draw_teacher_forcing"}
+    wanted = {"draw_bahdanau", "draw_multihead", "draw_encoder", "draw_transformer", "draw_teacher_forcing",
+              "draw_decoder_only", "draw_kv_cache"}
     assert wanted <= drawn, f"pictures no chapter page draws: {sorted(wanted - drawn)}"
 
 
@@ -800,7 +809,7 @@ def test_architecture_pictures_are_readable_and_described(diagram_measures, doc)
         assert len(images) == 1, f"{doc}: {len(images)} pictures with the class {css}"
         img = images[0]
         assert img["natural"] > 0 and img["width"] > 0, f"{doc}: {name} did not load"
-        smallest_pt, shapes = picture_text(name)
+        smallest_pt, shapes = picture_text(name, doc)
         alt = img["alt"]
         assert len(alt) >= 150, f"{doc}: {name}'s alt text must describe the picture, got {alt!r}"
         assert "(B," in alt or not shapes, f"{doc}: {name} shows tensor shapes, its alt text none: {alt!r}"
