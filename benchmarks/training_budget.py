@@ -1,7 +1,7 @@
 """How long the chapters' graded trainings take, and by how much they clear their bars:
 ``python -m benchmarks.training_budget`` (``make train-budget``).
 
-For each chapter that trains (3, 6, 7) and each seed, the chapter's reference solution
+For each chapter that trains (3, 6, 7, 8) and each seed, the chapter's reference solution
 (:mod:`attention_course.reference`) is built and trained exactly as the exercise notebook's
 training cell does it, from the chapter's :mod:`~attention_course.recipes` recipe, on one
 CPU thread (``torch.set_num_threads(1)``, as the course's loop trains), then scored as the
@@ -23,7 +23,7 @@ import sys
 
 import torch
 
-from attention_course.recipes import BAHDANAU, ENCODER, TRANSFORMER, Recipe
+from attention_course.recipes import BAHDANAU, DECODER_ONLY, ENCODER, TRANSFORMER, Recipe
 
 __all__ = ["CHAPTERS", "BUDGET_S", "train_chapter", "main"]
 
@@ -77,11 +77,25 @@ def _train_transformer(seed: int) -> tuple[dict, float]:
     return history, _dates_score(model, task, greedy_decode)
 
 
+def _train_decoder_only(seed: int) -> tuple[dict, float]:
+    from attention_course.prompts import complete_prompts, make_prompt_task, train_prompt_model
+    from attention_course.reference.ch08 import GPT, generate
+    from attention_course.seq2seq import exact_match
+
+    task = make_prompt_task()
+    torch.manual_seed(seed)
+    model = GPT(len(task.vocab), **DECODER_ONLY.model, max_len=task.prompt_length + task.answer_length)
+    history = train_prompt_model(model, task, **DECODER_ONLY.training, seed=seed, progress=False)
+    sources, targets = [s for s, _ in task.test], [t for _, t in task.test]
+    return history, exact_match(complete_prompts(model, task, sources, generate), targets)
+
+
 #: chapter -> (recipe, what its graded test scores, the function that trains it)
 CHAPTERS = {
     "ch03": (BAHDANAU, "held-out exact match", _train_bahdanau),
     "ch06": (ENCODER, "held-out token accuracy", _train_encoder),
     "ch07": (TRANSFORMER, "held-out exact match", _train_transformer),
+    "ch08": (DECODER_ONLY, "held-out exact match", _train_decoder_only),
 }
 
 

@@ -16,6 +16,7 @@ TRAINED = {
     "ch03_bahdanau_attention": ("BAHDANAU", "test_trained_model"),
     "ch06_transformer_encoder": ("ENCODER", "test_trained_encoder"),
     "ch07_transformer_decoder": ("TRANSFORMER", "test_trained_transformer"),
+    "ch08_decoder_only": ("DECODER_ONLY", "test_trained_gpt"),
 }
 
 
@@ -43,7 +44,7 @@ def test_the_training_cell_reads_its_recipe_and_the_bar_agrees(assignment):
     # no number of the run written out again in the cell: the calls that build and train take
     # their sizes and settings from the recipe (the seed aside)
     builders = {"build_model", "make_transformer", "TransformerEncoder", "TokenClassifier", "train_seq2seq",
-                "train_tagger", "train_transformer"}
+                "train_tagger", "train_transformer", "GPT", "train_prompt_model"}
     for call in ast.walk(ast.parse(train)):
         if isinstance(call, ast.Call) and getattr(call.func, "id", None) in builders:
             values = list(call.args) + [k.value for k in call.keywords if k.arg != "seed"]

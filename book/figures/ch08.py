@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from attention_course.prompts import SEP, PromptTask, complete_prompts, train_prompt_model
+from attention_course.recipes import DECODER_ONLY
 from attention_course.reference.ch08 import GPT, beam_search, generate, top_k_top_p_filter
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas, _repeat
@@ -454,19 +455,18 @@ def draw_kv_cache(steps: int = 4):
 # The dates as prompts: training, held-out exact match, one answer step by step
 # --------------------------------------------------------------------------------------
 
-#: The sizes of the page's GPT: chapter 7's width, heads, feed-forward width and depth.
-DATES_GPT = {"d_model": 64, "num_heads": 4, "d_ff": 128, "num_layers": 2}
 
 
 def make_date_gpt(task: PromptTask, seed: int = 0) -> GPT:
-    """A :data:`DATES_GPT` for the prompts of ``task``, drawn after ``torch.manual_seed(seed)``:
+    """The notebook's GPT (:data:`attention_course.recipes.DECODER_ONLY`'s sizes: chapter 7's
+    width, heads, feed-forward width and depth) for the prompts of ``task``, drawn after ``torch.manual_seed(seed)``:
     its vocabulary is the task's, its context a prompt and a whole answer."""
     torch.manual_seed(seed)
-    return GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, **DATES_GPT)
+    return GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, **DECODER_ONLY.model)
 
 
-#: The recipe of the exercise notebook's graded run, which the page repeats.
-DATES_RECIPE = {"num_steps": 400, "batch_size": 64, "lr": 6e-3}
+#: The exercise notebook's graded run (its recipe), which the page repeats.
+DATES_RECIPE = dict(DECODER_ONLY.training)
 
 
 def train_date_gpt(task: PromptTask, seed: int = 0, **train_options) -> tuple[GPT, dict]:
