@@ -112,19 +112,28 @@ class _Capped(threading.Thread):
         return text
 
 
+def sandboxed_runner(limits: Limits, assignment: str, requests: int, replies: int) -> subprocess.Popen:
+    """The student's process of one submission, in a fresh box of its own (:mod:`autograder.sandbox`):
+    :mod:`autograder.runner`, reading requests from the file descriptor ``requests`` and writing
+    replies to ``replies``. Its ``stdout`` and ``stderr`` are pipes, and it leads its own process
+    group. (The course's tests pass :class:`Link` another starter of the same shape for their own
+    notebooks: ``tests/warm_runner.py``.)"""
+    argv = [sys.executable, "-m", "autograder.runner", str(requests), str(replies)]
+    return subprocess.Popen(
+        sandbox.command(argv, limits, package_view(assignment)),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        pass_fds=(requests, replies), start_new_session=True,
+    )
+
+
 class Link:
     """The pipe pair to the student's process, with a deadline on every request."""
 
-    def __init__(self, limits: Limits, assignment: str):
+    def __init__(self, limits: Limits, assignment: str, start=sandboxed_runner):
         self.limits = limits
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
-        argv = [sys.executable, "-m", "autograder.runner", str(to_child_r), str(from_child_w)]
-        self.process = subprocess.Popen(
-            sandbox.command(argv, limits, package_view(assignment)),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(to_child_r, from_child_w), start_new_session=True,
-        )
+        self.process = start(limits, assignment, to_child_r, from_child_w)
         os.close(to_child_r)
         os.close(from_child_w)
         self.stdout = _Capped(self.process.stdout, limits.output_chars)
@@ -174,9 +183,6 @@ class Link:
             raise StudentProcessGone(self.gone) from None
         limit = min(timeout or self.limits.cell_timeout_s, self.deadline - time.monotonic())
         return self._read_line(time.monotonic() + max(limit, 0.0))
-        for w in reply.get("warnings", []) if op != "exec" else []:
-            warnings.warn(str(w.get("message")), rebuilt_class(w.get("category"), w.get("mro", []), Warning))
-        return reply
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
@@ -370,11 +376,12 @@ class CellResult:
 class Judge:
     """Runs one assembled notebook: student cells over there, tests here."""
 
-    def __init__(self, limits: Limits, assignment: str):
+    def __init__(self, limits: Limits, assignment: str, start=sandboxed_runner):
         """``assignment``: the chapter being graded; its student process sees the course
-        package of that chapter only (no solution of it or of a later chapter)."""
+        package of that chapter only (no solution of it or of a later chapter). ``start``
+        starts that process (see :func:`sandboxed_runner`)."""
         self.limits = limits
-        self.link = Link(limits, assignment)
+        self.link = Link(limits, assignment, start)
         self.namespace: dict = {"__name__": "__main__"}
         self.shortcuts: list[dict] = []  # what the scan and the trip-wires found (see shortcut_verdicts)
 

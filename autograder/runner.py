@@ -191,8 +191,17 @@ def _describe(error: BaseException) -> dict:
 
 
 def main() -> None:
-    requests = os.fdopen(int(sys.argv[1]), "rb", buffering=0)
-    replies = os.fdopen(int(sys.argv[2]), "wb", buffering=0)
+    serve(int(sys.argv[1]), int(sys.argv[2]))
+
+
+def serve(requests_fd: int, replies_fd: int) -> None:
+    """Answer the judge's requests, read from ``requests_fd``, on ``replies_fd`` until the judge
+    closes its end."""
+    # buffered: a raw stream's readline reads a byte per system call, which made a request
+    # carrying a large tensor cost seconds. Only one request is ever in flight, so nothing
+    # read ahead can belong to anyone else.
+    requests = os.fdopen(requests_fd, "rb")
+    replies = os.fdopen(replies_fd, "wb", buffering=0)
     runner = Runner()
     for line in iter(requests.readline, b""):
         with warnings.catch_warnings(record=True) as caught:

@@ -252,10 +252,10 @@ def _with_call(source: str, name: str, prelude: str, call: str) -> str:
     return prelude + "\n".join(lines)
 
 
-def shortcut_notebook(assignment: str, route: str) -> nbformat.NotebookNode:
+def shortcut_notebook(assignment: str, route: str | dict[str, str]) -> nbformat.NotebookNode:
     """The source notebook of ``assignment`` where every exercise with a forbidden list calls
-    one of its entries by ``route`` (a key of :data:`SHORTCUT_ROUTES`) and is otherwise the
-    solution; every other answer is the solution too."""
+    one of its entries by ``route`` (a key of :data:`SHORTCUT_ROUTES`, or a dict giving each
+    exercise its own) and is otherwise the solution; every other answer is the solution too."""
     nb = copy.deepcopy(nbt.read(nbt.source_notebook(assignment)))
     cells = []
     for cell in nb.cells:
@@ -263,7 +263,8 @@ def shortcut_notebook(assignment: str, route: str) -> nbformat.NotebookNode:
         if entries:
             name = nbt.nbgrader_meta(cell)["grade_id"]
             entry = shortcut_entry(entries)
-            prelude, call, added = SHORTCUT_ROUTES[route](entry, SHORTCUT_ARGS[entry], name)
+            prelude, call, added = SHORTCUT_ROUTES[route if isinstance(route, str) else route[name]](
+                entry, SHORTCUT_ARGS[entry], name)
             cell.source = _with_call(cell.source, name, prelude, call)
             if added is not None:
                 cells.append(nbformat.v4.new_code_cell(added))  # a cell the student added
@@ -276,12 +277,26 @@ def shortcut_assignments() -> list[str]:
     return [a for a in nbt.assignments() if forbidden_exercises(nbt.read(nbt.source_notebook(a)))]
 
 
-def lay_out_shortcuts(submissions) -> list[str]:
-    """One submission per route and assignment that has forbidden lists, student
-    ``shortcut_<route>``; returns the students."""
-    students = []
-    for route in SHORTCUT_ROUTES:
-        students.append(f"shortcut_{route}")
-        for assignment in shortcut_assignments():
-            nbt.lay_out(submissions, assignment, {students[-1]: shortcut_notebook(assignment, route)})
-    return students
+def routes_in_turn() -> dict[str, dict[str, str]]:
+    """assignment -> exercise -> route: every exercise with a forbidden list, in the course's
+    order, takes the next route of :data:`SHORTCUT_ROUTES` in turn. So one graded submission per
+    chapter meets every exercise's list and every route, on functions and on classes alike
+    (tests/test_shortcuts.py checks that), and a chapter that trains trains once for all."""
+    routes, turn = {}, 0
+    for assignment in shortcut_assignments():
+        routes[assignment] = {}
+        for exercise in forbidden_exercises(nbt.read(nbt.source_notebook(assignment))):
+            routes[assignment][exercise] = list(SHORTCUT_ROUTES)[turn % len(SHORTCUT_ROUTES)]
+            turn += 1
+    return routes
+
+
+SHORTCUT_STUDENT = "shortcut"
+
+
+def lay_out_shortcuts(submissions) -> str:
+    """Student :data:`SHORTCUT_STUDENT`: one submission per assignment that has forbidden lists,
+    its exercises taking the routes in turn (:func:`routes_in_turn`); returns the student."""
+    for assignment, routes in routes_in_turn().items():
+        nbt.lay_out(submissions, assignment, {SHORTCUT_STUDENT: shortcut_notebook(assignment, routes)})
+    return SHORTCUT_STUDENT

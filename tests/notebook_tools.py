@@ -170,13 +170,16 @@ def run_judged(nb, assignment: str | None = None, fail_fast: bool = False) -> Ru
     """Grade ``nb``, a notebook of ``assignment``, the way the grader does: the student's cells
     in the sandbox (with that chapter's package; without ``assignment``, the first chapter's,
     which holds no solution at all), the tests in the judge (see autograder.judge). With
-    ``fail_fast``, stop at the first failing test."""
+    ``fail_fast``, stop at the first failing test. The student's process is forked from the
+    chapter's warm one (tests/warm_runner.py), in the same box as the grader's."""
     from autograder.assemble import judge_cells
     from autograder.judge import Judge
     from autograder.limits import Limits
 
+    import warm_runner
+
     cells = judge_cells(nb)
-    judge = Judge(Limits(), assignment or assignments()[0])
+    judge = Judge(Limits(), assignment or assignments()[0], start=warm_runner.start)
     results = judge.run(cells, stop_at_first_failure=fail_fast)
     tests = {r.grade_id: _message(r.error) for r in results if r.kind == "test"}
     others = {r.grade_id: _message(r.error) for r in results if r.kind != "test" and r.error}

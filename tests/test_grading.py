@@ -34,8 +34,8 @@ def _grade_cli(*args, cwd=nbt.ROOT):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Per assignment, graded once through `make grade`: the solution, the blank notebook,
-    three submissions that delegate every exercise to the course's solution, and, per route, a
-    submission whose exercises with a forbidden list each call one of its entries by that route
+    three submissions that delegate every exercise to the course's solution, and a submission
+    whose exercises with a forbidden list each call one of its entries, by the routes in turn,
     while every other answer is the solution (tests/delegation.py)."""
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
@@ -56,7 +56,7 @@ def test_grades_csv_full_marks_and_zero(graded):
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
     seen = {(r["student_id"], r["assignment"]): r for r in rows}
     assert len(seen) == len(rows) == ((2 + len(delegation.STYLES)) * len(course.assignments())
-                                      + len(delegation.SHORTCUT_ROUTES) * len(delegation.shortcut_assignments()))
+                                      + len(delegation.shortcut_assignments()))
     for assignment in course.assignments():
         full, blank = seen["solution", assignment], seen["blank", assignment]
         assert float(full["max_score"]) > 0
@@ -97,39 +97,56 @@ def test_an_answer_delegated_to_the_course_earns_nothing(graded, style):
             assert "holds the course's solutions of chapter" in words, f"{assignment}: the feedback does not say why"
 
 
+def _shortcut_report(graded) -> dict[str, dict]:
+    return {r["assignment"]: r for r in json.loads((graded / "report.json").read_text())
+            if r["student_id"] == delegation.SHORTCUT_STUDENT}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("route", delegation.SHORTCUT_ROUTES)
 def test_a_forbidden_shortcut_earns_its_exercise_nothing(graded, route):
-    """Every exercise with a forbidden list, answered correctly but calling one of its entries
-    (by ``route``: a direct call, an aliased import, getattr with a built string, a helper in an
-    added cell), scores 0 on every one of its tests, with one sentence in the feedback; every
-    other test of the notebook passes (a point lost there would be a false fail). Both layers
-    saw each call on their own: the scan of the code and the trip-wire in the student's process.
-    summary.html lists them."""
-    report = {r["assignment"]: r for r in json.loads((graded / "report.json").read_text())
-              if r["student_id"] == f"shortcut_{route}"}
+    """Every exercise with a forbidden list that calls one of its entries by ``route`` (a direct
+    call, an aliased import, getattr with a built string, a helper in an added cell), answered
+    correctly otherwise, scores 0 on every one of its tests, with one sentence in the feedback.
+    Both layers saw each call on their own: the scan of the code and the trip-wire in the
+    student's process."""
+    report = _shortcut_report(graded)
     assert sorted(report) == delegation.shortcut_assignments()
-    for assignment, entry in report.items():
+    met = 0
+    for assignment, routes in delegation.routes_in_turn().items():
+        entry = report[assignment]
+        listed = delegation.forbidden_exercises(nbt.read(nbt.source_notebook(assignment)))
+        for exercise in (e for e, r in routes.items() if r == route):
+            met += 1
+            for t in entry["tests"]:
+                if scan.exercise_of_test(t["test"], listed) == exercise:
+                    assert t["points"] == 0 and t["error"].startswith(f"ForbiddenShortcut: {exercise} calls "), t
+            seen = {(f["how"], f["entry"]) for f in entry["shortcuts"] if f["exercise"] == exercise}
+            used = delegation.shortcut_entry(listed[exercise])
+            assert {("scan", used), ("trip-wire", used)} <= seen, f"{assignment}/{exercise}/{route}: {seen}"
+            page = next((graded / "feedback" / delegation.SHORTCUT_STUDENT / assignment).glob("*.html")).read_text()
+            words = html.unescape(re.sub(r"<[^>]+>", "", page))
+            assert "which does this exercise's whole job and which its docstring forbids" in words, (
+                f"{assignment}: the feedback does not say why")
+    assert met > 0, f"no exercise takes the {route} route"
+
+
+@pytest.mark.slow
+def test_a_forbidden_shortcut_costs_nothing_elsewhere(graded):
+    """In the shortcut submissions, every test of an exercise without a shortcut passes (a point
+    lost there would be a false fail), the trained models' tests included; summary.html lists
+    the shortcuts."""
+    for assignment, entry in _shortcut_report(graded).items():
         listed = delegation.forbidden_exercises(nbt.read(nbt.source_notebook(assignment)))
         lost = 0.0
         for t in entry["tests"]:
-            exercise = scan.exercise_of_test(t["test"], listed)
-            if exercise is None:
-                assert t["passed"], f"{assignment}/{route}: {t['test']} lost points: {t['error']}"
-                continue
-            lost += t["max_points"]
-            assert t["points"] == 0 and t["error"].startswith(f"ForbiddenShortcut: {exercise} calls "), t
+            if scan.exercise_of_test(t["test"], listed) is None:
+                assert t["passed"], f"{assignment}: {t['test']} lost points: {t['error']}"
+            else:
+                lost += t["max_points"]
         assert entry["score"] == entry["max_score"] - lost > 0, entry["score"]
-        for exercise, entries in listed.items():
-            seen = {(f["how"], f["entry"]) for f in entry["shortcuts"] if f["exercise"] == exercise}
-            used = delegation.shortcut_entry(entries)
-            assert {("scan", used), ("trip-wire", used)} <= seen, f"{assignment}/{exercise}/{route}: {seen}"
-        page = next((graded / "feedback" / f"shortcut_{route}" / assignment).glob("*.html")).read_text()
-        words = html.unescape(re.sub(r"<[^>]+>", "", page))
-        assert "which does this exercise's whole job and which its docstring forbids" in words, (
-            f"{assignment}: the feedback does not say why")
     summary = html.unescape((graded / "summary.html").read_text())
-    assert f"<td>shortcut_{route}</td><td>ch06_transformer_encoder</td><td>LayerNorm</td>" in summary
+    assert f"<td>{delegation.SHORTCUT_STUDENT}</td><td>ch06_transformer_encoder</td><td>LayerNorm</td>" in summary
 
 
 def _hidden_lines(assignment: str) -> list[str]:

@@ -1,11 +1,13 @@
 """Forbidden shortcuts (the library calls that would do an exercise's whole job): the lists in
 the solution cells' metadata agree with the docstrings and with attention_course/forbidden.py;
 the static scan finds every route and nothing honest; the learner's kernel fails the first
-visible test of an exercise that takes one. Grading end to end (a delegating variant of every
-exercise by every route scores 0 there and nothing elsewhere) is in tests/test_grading.py."""
+visible test of an exercise that takes one. Grading end to end (every exercise with a list,
+calling an entry by one of the routes, scores 0 there and nothing elsewhere) is in
+tests/test_grading.py."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 
@@ -232,6 +234,21 @@ def test_a_shortcut_fails_the_first_visible_test_in_the_kernel(assignment, route
         message = run.tests[test] or ""
         assert message.startswith(f"AssertionError: {exercise} ") and "which does this exercise's whole job" in message, (
             f"{test} with a {route} shortcut: {message or 'passed'}")
+
+
+def test_the_graded_shortcuts_meet_every_route_on_functions_and_classes():
+    """tests/test_grading.py grades one shortcut submission per chapter (delegation.routes_in_turn):
+    together they must meet every exercise with a forbidden list, and every route on a function
+    exercise and on a class exercise (the call goes first in the body, or in ``__init__``)."""
+    met = set()
+    for assignment, routes in delegation.routes_in_turn().items():
+        nb = nbt.read(nbt.source_notebook(assignment))
+        assert sorted(routes) == sorted(delegation.forbidden_exercises(nb)), assignment
+        defined = {node.name: "class" if isinstance(node, ast.ClassDef) else "function"
+                   for c in nb.cells if nbt.is_solution_cell(c)
+                   for node in ast.parse(c.source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        met |= {(route, defined[exercise]) for exercise, route in routes.items()}
+    assert met == {(route, kind) for route in delegation.SHORTCUT_ROUTES for kind in ("function", "class")}, met
 
 
 def test_the_kernels_check_fails_at_once_for_the_library_object_itself():
