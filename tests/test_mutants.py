@@ -15,6 +15,11 @@ the judge: autograder.judge), and:
   one on every test cell up to the first that fails under the judge, a correct round on
   every test cell.
 
+Through the judge, each run's student process is forked from a warm process of its chapter,
+in the grader's box (tests/warm_runner.py), so that PyTorch is imported once per chapter
+rather than once per variant; the grader itself gives every submission a fresh box, and the
+graded batches of tests/test_grading.py and tests/test_hostile.py go through that.
+
 Exceptions to that agreement, each for a stated reason:
 
 * ``WRONG_IN_KERNEL``: mistakes whose only effect is on state the judge does not share
