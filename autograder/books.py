@@ -22,15 +22,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 import threading
 import warnings
 from pathlib import Path
 
+import nbgrader.api
+from alembic.config import Config as AlembicConfig
+from alembic.script import ScriptDirectory
 from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
+from nbgrader.dbutil import _temp_alembic_ini
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import LateSubmissionPlugin
 from sqlalchemy.exc import SAWarning
@@ -53,6 +56,13 @@ def _load_config(root: Path):
                            f"{type(err).__name__}: {err}") from None
 
 
+def _alembic_head() -> str:
+    """What ``nbgrader.api.get_alembic_version`` returns (the first word of ``alembic heads``
+    over nbgrader's migrations), without starting a process."""
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        return ScriptDirectory.from_config(AlembicConfig(ini)).get_current_head()
+
+
 class Books:
     """nbgrader's ``generate_assignment``, ``autograde`` and ``generate_feedback`` for one
     course folder, in-process.
@@ -61,10 +71,9 @@ class Books:
     working directory and the gradebook has a single writer."""
 
     def __init__(self, root: Path):
-        # nbgrader runs the ``alembic`` command of its own environment on a new gradebook
-        bindir = str(Path(sys.executable).parent)
-        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        # A new gradebook records alembic's head revision; nbgrader asks a subprocess for it
+        # (`alembic heads`: 2 s, one after the other, before any judging), this asks alembic here.
+        nbgrader.api.get_alembic_version = _alembic_head
         config = _load_config(root)
         self.root = root
         self._api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
