@@ -118,8 +118,13 @@ def check_close(
     atol: float = 1e-6,
     rtol: float = 1e-5,
     exact_dtype: bool = True,
+    likely: dict[str, Any] | None = None,
 ) -> None:
     """Fail unless ``got`` matches ``expected`` in kind, shape, dtype, device and values.
+
+    ``likely`` maps a common mistake, said as the end of "this is what you get if ...",
+    to the value that mistake produces (the test computes it with the same weights); when
+    the values differ and ``got`` matches one of them, the message names that mistake.
 
     * kind: a tensor where a tensor is expected, an array where an array is expected
       (a Python number is accepted for a 0-d expected value);
@@ -173,7 +178,20 @@ def check_close(
         max_diff = float(diff[finite].max()) if finite.any() else float("nan")
         detail += f" ({len(bad)} of {e.size} entries differ; largest difference {max_diff:.3g}"
         detail += f"; {int(nan.sum())} are NaN)" if nan.any() else ")"
+    for mistake, value in (likely or {}).items():
+        if _matches(g, value, atol=atol, rtol=rtol):
+            detail += f". This is exactly what you get if {mistake}."
+            break
     raise AssertionError(detail)
+
+
+def _matches(g: np.ndarray, value: Any, *, atol: float, rtol: float) -> bool:
+    """Whether the learner's values ``g`` equal ``value`` within the tolerances."""
+    v = _to_numpy(value).astype(np.float64)
+    if v.shape != g.shape or np.isnan(v).any():
+        return False
+    with np.errstate(invalid="ignore", over="ignore"):
+        return bool(np.all(np.where(np.isinf(v), g == v, np.abs(g - v) <= atol + rtol * np.abs(v))))
 
 
 def check_equal(got: Any, expected: Any, *, name: str = "output") -> None:

@@ -99,3 +99,14 @@ def test_check_own_code_rejects_the_course_solution_and_accepts_notebook_code():
     masked_softmax_of_mine.__module__ = "__main__"  # as a function defined in a notebook
     checks.check_own_code(masked_softmax_of_mine, name="masked_softmax")
     checks.check_own_code("not a function at all", name="answer")
+
+
+def test_check_close_names_a_likely_mistake_only_when_it_matches():
+    expected = np.array([[1.0, 2.0], [3.0, 4.0]])
+    scaled_twice = expected / 2
+    msg = _message(checks.check_close, scaled_twice, expected, name="Y",
+                   likely={"the scores are divided by d_head instead of its square root": scaled_twice})
+    assert "values differ" in msg and "divided by d_head instead of its square root" in msg
+    other = _message(checks.check_close, expected + 1, expected, name="Y",
+                     likely={"the scores are divided by d_head instead of its square root": scaled_twice})
+    assert "exactly what you get" not in other
