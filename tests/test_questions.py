@@ -57,8 +57,11 @@ def options(markdown: str) -> dict[str, str]:
     """The options of a question's Markdown, letter -> text, in the order written."""
     found: dict[str, str] = {}
     current = None
+    fenced = False
     for line in markdown.splitlines():
-        match = OPTION.match(line)
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced, current = not fenced, None
+        match = None if fenced else OPTION.match(line)
         if match:
             current = match.group("paren") or match.group("bare")
             if current in found:
@@ -186,7 +189,7 @@ def _question(key: str, **texts: str) -> Question:
 
 def test_the_parser_reads_both_ways_of_writing_options():
     nb = _notebook([
-        ("markdown", "q1", "**Question 1.** Which?\n\n- (a) one $x^2$\n- (b) two,\n  still two\n- (c) three\n"),
+        ("markdown", "q1", "Code:\n\n```python\n- (a) not an option\n```\n\n**Question 1.** Which?\n\n- (a) one $x^2$\n- (b) two,\n  still two\n- (c) three\n"),
         ("solution", "answer_first", '### BEGIN SOLUTION\nanswer_first = "b"\n### END SOLUTION\n'),
         ("test", "test_answer_first", 'chosen = checks.check_choice(answer_first, "abc", name="answer_first")\n'
                                       '### BEGIN HIDDEN TESTS\nassert chosen == "b", "answer_first: not a or c"\n'
