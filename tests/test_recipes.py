@@ -75,3 +75,95 @@ def test_training_budget_summarises_the_seeds(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "ch07: slowest 25.0 CPU s (over the 20 s aim), lowest held-out exact match 94.00%, -1.0 points" in out
     assert out.strip().endswith("budget: bar missed by ch07; over 20 CPU s: ch07")
+
+
+def _tiny_run(pause_every):
+    import torch
+
+    from attention_course.training import fit
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    data = torch.Generator().manual_seed(1)
+
+    def loss(step):
+        x = torch.randn(16, 3, generator=data)
+        return ((model(x)[:, 0] - x.sum(-1)) ** 2).mean()
+
+    def evaluate():
+        return {"valid_loss": float(loss(0))}
+
+    history = fit(model, loss, evaluate, num_steps=25, lr=1e-2, lr_lambda=lambda s: 1 / s ** 0.5,
+                  device=torch.device("cpu"), eval_every=10, progress=False, pause_every=pause_every)
+    parts = 1
+    while not history.done:
+        history.resume()
+        parts += 1
+    return history, parts, model.state_dict()
+
+
+def test_a_paused_run_is_the_run_without_pauses(capsys):
+    """The notebooks spread one training over several cells (``pause_every``, ``history.resume()``):
+    the pauses must change nothing in the run, step for step."""
+    import torch
+
+    whole, parts, weights = _tiny_run(None)
+    paused, paused_parts, paused_weights = _tiny_run(10)
+    assert (parts, paused_parts) == (1, 3)
+    assert paused["loss"] == whole["loss"] and paused["valid_loss"] == whole["valid_loss"]
+    assert paused["valid_step"] == whole["valid_step"] == [10, 20, 25] and paused["steps_done"] == 25
+    assert all(torch.equal(weights[k], paused_weights[k]) for k in weights)
+    assert "paused after step 20 of 25" in capsys.readouterr().out
+    paused.resume()
+    assert "the training is over (25 steps): nothing to resume" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("assignment", sorted(TRAINED))
+def test_the_training_cells_cover_the_run(assignment):
+    """The run is spread over ``recipe.cells`` cells: the first starts it with
+    ``pause_every=recipe.steps_per_cell``, each next one resumes it, the last prints and plots."""
+    name, _ = TRAINED[assignment]
+    recipe = getattr(recipes, name)
+    nb = nbt.read(nbt.source_notebook(assignment))
+    ids = [nbt.nbgrader_meta(c).get("grade_id") for c in nb.cells
+           if nbt.is_training_cell(c) and nbt.nbgrader_meta(c).get("grade_id", "").startswith("train")]
+    assert ids == ["train"] + [f"train_{k}" for k in range(2, recipe.cells + 1)], (
+        f"{assignment}: training cells {ids}, expected {recipe.cells} for {recipe.training['num_steps']} steps of "
+        f"{recipe.steps_per_cell} per cell")
+    assert f"pause_every={name}.steps_per_cell" in _cell(nb, "train").source
+    assert all(_cell(nb, i).source.startswith("history.resume()") for i in ids[1:])
+    assert "steps_done" in _cell(nb, ids[-1]).source
+
+
+def test_the_starting_weights_do_not_depend_on_the_order_of_the_layers():
+    """init_transformer_weights and redraw_by_name draw each weight from its name: two correct
+    models whose constructors create (or draw) their layers in another order start the same."""
+    import torch
+
+    from attention_course.reference.ch06 import TransformerEncoder
+    from attention_course.training import init_transformer_weights, redraw_by_name
+    from benchmarks.training_budget import _children_reordered
+
+    torch.manual_seed(0)
+    one = init_transformer_weights(TransformerEncoder(20, 16, 2, 32, 2, max_len=8))
+    torch.manual_seed(1)
+    other = init_transformer_weights(_children_reordered(TransformerEncoder(20, 16, 2, 32, 2, max_len=8), "reversed"))
+    assert list(one.blocks[0]._modules) != list(other.blocks[0]._modules)
+    assert all(torch.equal(one.state_dict()[k], other.state_dict()[k]) for k in one.state_dict())
+
+    def tied(reverse: bool, seed: int):
+        torch.manual_seed(seed)
+        layers = [("token_embedding", torch.nn.Embedding(12, 8)), ("lm_head", torch.nn.Linear(8, 12, bias=False))]
+        model = torch.nn.Module()
+        for name, layer in reversed(layers) if reverse else layers:
+            model.add_module(name, layer)
+        torch.nn.init.normal_(model.token_embedding.weight, std=0.5)
+        model.lm_head.weight = model.token_embedding.weight
+        return redraw_by_name(model)
+
+    # the same pattern; only the scale the two constructors' draws happened to have differs
+    a, b = tied(False, 0), tied(True, 1)  # other draws, in another order
+    assert not torch.equal(a.token_embedding.weight, b.token_embedding.weight)
+    assert torch.corrcoef(torch.stack([a.token_embedding.weight.flatten(), b.token_embedding.weight.flatten()]))[0, 1] > 0.999
+    assert abs(float(a.token_embedding.weight.std()) - 0.5) < 0.05  # the scale the constructor gave it
+    assert a.lm_head.weight is a.token_embedding.weight
