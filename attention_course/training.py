@@ -5,9 +5,8 @@ gradient clipping, the periodic evaluation, the wall-clock guard, the progress b
 timing, and one CPU thread while training. The task-specific loops
 (:func:`attention_course.seq2seq.train_seq2seq`, :func:`attention_course.tagging.train_tagger`)
 say how to compute the loss of one training step and how to evaluate.
-:func:`init_transformer_weights` gives a Transformer (chapters 6 and 7) its starting weights, and
-:func:`redraw_by_name` makes a model's starting weights independent of the order its
-constructor drew them in (chapters 3 and 8).
+:func:`init_transformer_weights` gives a Transformer (chapters 6 and 7) its starting weights,
+whatever the order in which its layers were created.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-__all__ = ["History", "fit", "init_transformer_weights", "redraw_by_name"]
+__all__ = ["History", "fit", "init_transformer_weights"]
 
 
 class History(dict):
@@ -155,28 +154,6 @@ def _names(model: nn.Module) -> dict[int, str]:
     for name, parameter in model.named_parameters(remove_duplicate=False):
         names[id(parameter)] = min(name, names.get(id(parameter), name))
     return names
-
-
-@torch.no_grad()
-def redraw_by_name(model: nn.Module, seed: int = 0) -> nn.Module:
-    """Draw ``model``'s random weights again in an order fixed by their names; return ``model``.
-
-    Every parameter whose entries are not all equal (a weight drawn at random, unlike a bias
-    set to zero or a LayerNorm weight set to one) is drawn again, normal with the mean and
-    the standard deviation it has, from a generator seeded with ``seed`` and the parameter's
-    name (a tied weight is drawn once). The starting point of a training then depends on the
-    names of the model's parameters, which the exercises fix, and on the scale its
-    constructor gave each of them, but not on the order in which the constructor drew them
-    (that order works like a different seed: two correct models would otherwise train to
-    different accuracies).
-    """
-    names = _names(model)
-    for parameter in model.parameters():
-        if parameter.numel() > 1 and parameter.std() > 0:
-            mean, std = parameter.mean().item(), parameter.std().item()
-            noise = torch.randn(parameter.shape, generator=_generator(seed, names[id(parameter)]))
-            parameter.copy_(noise * std + mean)
-    return model
 
 
 def init_transformer_weights(model: nn.Module, seed: int = 0) -> nn.Module:

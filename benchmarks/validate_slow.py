@@ -5,12 +5,15 @@ from its source notebook (``solutions/``), as a learner hands it in, is validate
 ``nbgrader validate`` with nbgrader's defaults (no configuration file: a fresh ``HOME`` and
 working folder; the default 30-second timeout per cell) on one thread (``OMP_NUM_THREADS=1``)
 and **half a CPU core**: nbgrader and its kernel run in a cgroup of their own limited to 50 ms
-of CPU every 100 ms (cgroup v1 ``cpu.cfs_quota_us``, or v2 ``cpu.max``; it needs root). A busy
-machine gives less than that, never more.
+of CPU every 100 ms (cgroup v1 ``cpu.cfs_quota_us``, or v2 ``cpu.max``; it needs root), with a
+CPU weight 16 times a process's default so that the other jobs of a busy machine do not leave
+it less than that.
 
-Printed per chapter: nbgrader's verdict (its last line), the slowest cell and its wall seconds,
-the cells over a third of nbgrader's 30 seconds, and how many of nbgrader's warnings the run
-printed. The cell times come from the same run: nbclient's timestamps of each cell
+Printed per chapter: nbgrader's verdict, the slowest cell and its wall seconds, the cells over
+a third of nbgrader's 30 seconds, how many "cannot be converted to a float" warnings nbgrader
+printed (one per test cell whose last line has a value, see ``nbgrader.utils.get_partial_grade``),
+and the CPU seconds the validation used against its wall seconds (at most 0.5 core on average;
+less when the machine is busy: the cells' times are then those of a slower machine still). The cell times come from the same run: nbclient's timestamps of each cell
 (``metadata.execution``), read from the notebook that nbgrader executed. Exit status 1 if a
 chapter failed validation.
 
@@ -26,9 +29,11 @@ import copy
 import datetime as dt
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -38,6 +43,9 @@ from autograder import course
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_TIMEOUT_S = 30  # nbgrader.preprocessors.Execute.timeout's default
 QUOTA_US, PERIOD_US = 50_000, 100_000  # half a core
+# the group's CPU weight, in times a process's default: so that a busy machine still gives the
+# group its half core (no more: the quota caps it)
+WEIGHT = 16
 
 
 def _solution_cell(cell) -> bool:
@@ -69,10 +77,12 @@ def half_a_core():
         group.mkdir()
         (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
         (group / "cpu.cfs_quota_us").write_text(str(QUOTA_US))
+        (group / "cpu.shares").write_text(str(WEIGHT * 1024))
     elif (v2 / "cgroup.controllers").exists():
         group = v2 / f"validate_slow_{os.getpid()}"
         group.mkdir()
         (group / "cpu.max").write_text(f"{QUOTA_US} {PERIOD_US}")
+        (group / "cpu.weight").write_text(str(WEIGHT * 100))
     else:
         raise SystemExit("no cgroup cpu controller here: the CPU limit needs cgroup v1 or v2 (and root)")
     try:
@@ -125,13 +135,22 @@ def validate(assignment: str, procs: Path, folder: Path) -> dict:
     def join() -> None:
         procs.write_text(str(os.getpid()))
 
+    cpu_before, start = _children_cpu(), time.perf_counter()
     run = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(timings)], cwd=folder, env=env,
                          capture_output=True, text=True, preexec_fn=join)
+    cpu, wall = _children_cpu() - cpu_before, time.perf_counter() - start
     output = (run.stdout + run.stderr).strip()
     cells = json.loads(timings.read_text()) if timings.exists() else []
     for cell in cells:
         cell["seconds"] = _seconds(cell["execution"])
-    return {"assignment": assignment, "returncode": run.returncode, "output": output, "cells": cells}
+    return {"assignment": assignment, "returncode": run.returncode, "output": output, "cells": cells, "cpu": cpu,
+            "wall": wall}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the finished child processes (nbgrader, and the kernel it waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             slowest = max(timed, key=lambda c: c["seconds"], default=None)
             slow = [c for c in timed if c["seconds"] > NBGRADER_TIMEOUT_S / 3]
             timeouts = [c for c in result["cells"] if c["timeout"]]
-            warnings = sum("[ValidateApp | WARNING]" in ln for ln in lines)
+            floats = sum("which cannot be converted to" in ln for ln in lines)
             ok = result["returncode"] == 0 and "Success!" in verdict and not timeouts
             if not ok:
                 failed.append(assignment)
@@ -164,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{', '.join(f'''{c['grade_id']} {c['seconds']:.1f} s''' for c in slow) or 'none'}; "
                       f"total {sum(c['seconds'] for c in timed):.0f} s in {len(timed)} cells", flush=True)
             print(f"  timeouts: {', '.join(c['grade_id'] or '#' + str(c['index']) for c in timeouts) or 'none'}; "
-                  f"nbgrader warnings: {warnings}", flush=True)
+                  f"'cannot be converted to a float' warnings: {floats}; {result['cpu']:.0f} CPU s in "
+                  f"{result['wall']:.0f} s wall ({result['cpu'] / result['wall']:.2f} cores on average)", flush=True)
             if args.verbose or not ok:
                 print("\n".join("    " + ln for ln in lines[-40:]), flush=True)
     print(f"validate-slow: {'failed: ' + ', '.join(failed) if failed else 'every chapter validates'}")
