@@ -105,7 +105,7 @@ WINDOW_MLP = Recipe(
 TRANSFORMER = Recipe(
     model=_frozen(d_model=64, num_heads=4, d_ff=128, num_layers=2, max_len=64),
     training=_frozen(num_steps=300, batch_size=128, factor=0.8, warmup=60, cooldown=0.3),
-    bar=0.95,
+    bar=0.93,
     steps_per_cell=50,
 )
 

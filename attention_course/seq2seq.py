@@ -243,14 +243,14 @@ _SIZES, _RUN = TRANSFORMER.model, TRANSFORMER.training
 
 def make_transformer(task, transformer_class, d_model: int = _SIZES["d_model"], num_heads: int = _SIZES["num_heads"],
                      d_ff: int = _SIZES["d_ff"], num_layers: int = _SIZES["num_layers"], dropout: float = 0.0,
-                     max_len: int = _SIZES["max_len"], seed: int = 0) -> nn.Module:
+                     max_len: int = _SIZES["max_len"]) -> nn.Module:
     """A ``transformer_class`` (chapter 7's ``Transformer``, say) sized for ``task`` (a
     :class:`~attention_course.dates.DateTask`), with
-    :func:`~attention_course.training.init_transformer_weights` (drawn from ``seed``). The default sizes are
+    :func:`~attention_course.training.init_transformer_weights`. The default sizes are
     chapter 7's recipe, :data:`attention_course.recipes.TRANSFORMER`."""
     model = transformer_class(len(task.src_vocab), len(task.tgt_vocab), d_model, num_heads, d_ff, num_layers,
                               dropout, max_len)
-    return init_transformer_weights(model, seed)
+    return init_transformer_weights(model)
 
 
 def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"], batch_size: int = _RUN["batch_size"],

@@ -5,14 +5,12 @@ gradient clipping, the periodic evaluation, the wall-clock guard, the progress b
 timing, and one CPU thread while training. The task-specific loops
 (:func:`attention_course.seq2seq.train_seq2seq`, :func:`attention_course.tagging.train_tagger`)
 say how to compute the loss of one training step and how to evaluate.
-:func:`init_transformer_weights` gives a Transformer (chapters 6 and 7) its starting weights,
-whatever the order in which its layers were created.
+:func:`init_transformer_weights` gives a Transformer (chapters 6 and 7) its starting weights.
 """
 
 from __future__ import annotations
 
 import time
-import zlib
 from typing import Callable
 
 import torch
@@ -141,22 +139,7 @@ def fit(
     return train_part()
 
 
-def _generator(seed: int, name: str) -> torch.Generator:
-    """A generator for the parameter called ``name``: its draws depend on ``seed`` and on the
-    name alone, never on which parameters were drawn before it."""
-    return torch.Generator().manual_seed(zlib.crc32(f"{seed}:{name}".encode()))
-
-
-def _names(model: nn.Module) -> dict[int, str]:
-    """The name of each parameter of ``model`` (by ``id``); a parameter shared under several
-    names (tied weights) takes the first in alphabetical order, whichever was registered first."""
-    names: dict[int, str] = {}
-    for name, parameter in model.named_parameters(remove_duplicate=False):
-        names[id(parameter)] = min(name, names.get(id(parameter), name))
-    return names
-
-
-def init_transformer_weights(model: nn.Module, seed: int = 0) -> nn.Module:
+def init_transformer_weights(model: nn.Module) -> nn.Module:
     """Give ``model`` the usual starting weights of a Transformer, whatever its layers drew.
 
     Every ``nn.Linear`` weight is Xavier-uniform (``torch.nn.Transformer`` gives the same
@@ -166,17 +149,14 @@ def init_transformer_weights(model: nn.Module, seed: int = 0) -> nn.Module:
     ``1 / sqrt(width)``, so that the embeddings scaled by ``sqrt(d_model)`` have entries of
     size about 1, like the positional encoding they are added to. (PyTorch's default
     ``N(0, 1)`` embeddings, scaled up, would drown the positions.) The course's training
-    cells call this, so training does not depend on how a layer initialised itself, nor on
-    the order in which the layers were created: each weight is drawn from a generator seeded
-    with ``seed`` and the weight's name (which the exercises fix). Returns ``model``.
+    cells call this, so training does not depend on how a layer initialised itself.
+    Returns ``model``.
     """
-    names = _names(model)
     for module in model.modules():
         if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight, generator=_generator(seed, names[id(module.weight)]))
+            nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=module.embedding_dim ** -0.5,
-                            generator=_generator(seed, names[id(module.weight)]))
+            nn.init.normal_(module.weight, std=module.embedding_dim ** -0.5)
     return model

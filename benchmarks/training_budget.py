@@ -97,7 +97,7 @@ def _train_encoder(seed: int, order: str = "solution") -> tuple[dict, float]:
     encoder = TransformerEncoder(task.vocab_size, **ENCODER.model)
     if order != "solution":
         _children_reordered(encoder, order)
-    model = init_transformer_weights(TokenClassifier(encoder, ENCODER.model["d_model"], task.num_labels), seed)
+    model = init_transformer_weights(TokenClassifier(encoder, ENCODER.model["d_model"], task.num_labels))
     history = train_tagger(model, task, **ENCODER.training, seed=seed, progress=False)
     return history, token_accuracy(model, task.test)
 
@@ -113,7 +113,7 @@ def _train_transformer(seed: int, order: str = "solution") -> tuple[dict, float]
     if order != "solution":
         def model_class(*args):
             return _children_reordered(Transformer(*args), order)
-    model = make_transformer(task, model_class, **TRANSFORMER.model, seed=seed)
+    model = make_transformer(task, model_class, **TRANSFORMER.model)
     history = train_transformer(model, task, **TRANSFORMER.training, seed=seed, progress=False, schedule=noam_lr,
                                 shift=teacher_forcing_pair)
     return history, _dates_score(model, task, greedy_decode)
