@@ -64,7 +64,7 @@ def test_training_budget_rejects_an_unknown_chapter(capsys):
 def test_training_budget_summarises_the_seeds(monkeypatch, capsys):
     from benchmarks import training_budget
 
-    runs = {("ch03", 0): (12.0, 0.97), ("ch03", 1): (12.5, 0.95), ("ch07", 0): (25.0, 0.99), ("ch07", 1): (24.0, 0.97)}
+    runs = {("ch03", 0): (12.0, 0.97), ("ch03", 1): (12.5, 0.95), ("ch07", 0): (25.0, 0.99), ("ch07", 1): (24.0, 0.95)}
     monkeypatch.setattr(training_budget, "train_chapter", lambda chapter, seed, order: {
         "cpu_seconds": runs[chapter, seed][0] + (order == "reversed"), "seconds": 1.0, "steps": 10,
         "score": runs[chapter, seed][1] - 0.001 * (order == "reversed")})
@@ -74,11 +74,11 @@ def test_training_budget_summarises_the_seeds(monkeypatch, capsys):
     assert ("ch03: slowest 12.5 CPU s (within the 20 s aim), lowest held-out exact match 95.00%, +5.0 points over the "
             "bar of 90% over seeds 0, 1 and draw orders solution") in out
     assert out.strip().endswith("budget: every chapter at least 3 points over its bar; all within 20 CPU s")
-    # seed 1 of ch07 lands 2 points over its bar: less than the margin of 3
+    # seed 1 of ch07 lands 1.9 points over its bar of 93 %: less than the margin of 3
     assert main(["--chapters", "ch03", "ch07", "--seeds", "0", "1", "--orders", "all"]) == 1
     out = capsys.readouterr().out
     assert "ch03 reversed seed 1: 10 steps in 13.5 CPU s" in out and "ch07 shuffled seed 0" in out
-    assert "ch07: slowest 26.0 CPU s (over the 20 s aim), lowest held-out exact match 96.90%, +1.9 points" in out
+    assert "ch07: slowest 26.0 CPU s (over the 20 s aim), lowest held-out exact match 94.90%, +1.9 points" in out
     assert out.strip().endswith("budget: less than 3 points over the bar: ch07; over 20 CPU s: ch07")
     with pytest.raises(SystemExit):
         main(["--chapters", "ch03", "--orders", "apply"])  # chapter 8's order only
