@@ -217,6 +217,10 @@ def check_equal(got: Any, expected: Any, *, name: str = "output") -> None:
         raise AssertionError(f"{name}: expected {expected!r}, got {got!r:.200}")
 
 
+def _show_nothing() -> None:
+    """IPython's ``_ipython_display_``: the object displays itself, as nothing."""
+
+
 def check_raises(
     exception: type[BaseException],
     fn: Callable[..., Any],
@@ -227,7 +231,9 @@ def check_raises(
 ) -> BaseException:
     """Fail unless ``fn(*args, **kwargs)`` raises ``exception`` (with ``match`` in its message).
 
-    Returns the exception so a test can look at it further.
+    Returns the exception so a test can look at it further. A notebook cell that ends with this
+    call shows nothing: the exception would otherwise be the cell's result, which nbgrader's
+    Validate reads as a partial-credit score and warns about ("cannot be converted to a float").
     """
     label = name or getattr(fn, "__name__", "the call")
     try:
@@ -238,6 +244,7 @@ def check_raises(
                 f"{label}: raised {type(err).__name__} as it should, but its message "
                 f"{str(err)!r} does not mention {match!r}"
             ) from None
+        err._ipython_display_ = _show_nothing  # IPython displays neither it nor an execute_result
         return err
     except NotImplementedError:
         raise

@@ -95,7 +95,7 @@ def prompt_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int) -> torc
 
 def train_prompt_model(model: nn.Module, task: PromptTask, num_steps: int = 300, batch_size: int = 64,
                        lr: float = 3e-3, device=None, seed: int = 0, max_seconds: float | None = None,
-                       progress: bool = True) -> dict:
+                       progress: bool = True, pause_every: int | None = None) -> dict:
     """Train a decoder-only language model ``model`` (``model(tokens) -> (logits, present_kv)``,
     chapter 8's ``GPT``) to answer the prompts of ``task``; return the history of
     :func:`attention_course.training.fit`, with ``valid_loss`` per evaluation.
@@ -104,7 +104,8 @@ def train_prompt_model(model: nn.Module, task: PromptTask, num_steps: int = 300,
     ``torch`` is seeded too, for dropout), takes one Adam step on :func:`prompt_loss` with
     the gradient norm clipped to 1, at the rate ``lr`` from the first step on, brought down
     along a cosine to ``lr / 20``: a pre-norm model needs no warm-up. On the CPU it runs on
-    one thread.
+    one thread. With ``pause_every``, it returns after that many steps and each
+    ``history.resume()`` trains the next part.
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
@@ -126,7 +127,7 @@ def train_prompt_model(model: nn.Module, task: PromptTask, num_steps: int = 300,
 
     return fit(model, training_loss, evaluate, num_steps=num_steps, lr=lr, lr_lambda=lr_lambda, device=device,
                betas=(0.9, 0.99), clip=1.0, eval_every=max(num_steps // 4, 1), max_seconds=max_seconds,
-               progress=progress)
+               progress=progress, pause_every=pause_every)
 
 
 @torch.no_grad()

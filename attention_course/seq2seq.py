@@ -107,6 +107,7 @@ def train_seq2seq(
     forward: Callable | None = None,
     lr_lambda: Callable[[int], float] | None = None,
     betas: tuple[float, float] = (0.9, 0.999),
+    pause_every: int | None = None,
 ) -> dict:
     """Train ``model`` on ``task`` (a :class:`attention_course.dates.DateTask`) with Adam,
     gradient clipping and teacher forcing; return the history.
@@ -119,7 +120,8 @@ def train_seq2seq(
     ``forward(model, batch) -> (logits, labels)`` says how the model reads a batch; by
     default ``model(batch.src, batch.src_mask, batch.tgt_in)`` against ``batch.labels``.
     Every ``eval_every`` steps the validation loss is measured. The loop itself, with its
-    wall-clock guard ``max_seconds``, is :func:`attention_course.training.fit`.
+    wall-clock guard ``max_seconds`` and its pauses every ``pause_every`` steps (each
+    ``history.resume()`` trains the next part), is :func:`attention_course.training.fit`.
 
     Returns a dict: ``step``, ``loss`` (training loss per step), ``valid_step``,
     ``valid_loss``, ``seconds`` (wall time), ``steps_done``, ``device``.
@@ -145,7 +147,8 @@ def train_seq2seq(
         return {"valid_loss": float(loss_fn(logits, labels, pad_id))}
 
     return fit(model, training_loss, evaluate, num_steps=num_steps, lr=lr, lr_lambda=lr_lambda, device=device,
-               betas=betas, clip=clip, eval_every=eval_every, max_seconds=max_seconds, progress=progress)
+               betas=betas, clip=clip, eval_every=eval_every, max_seconds=max_seconds, progress=progress,
+               pause_every=pause_every)
 
 
 def _read_batch(model: nn.Module, batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,7 +256,7 @@ def make_transformer(task, transformer_class, d_model: int = _SIZES["d_model"], 
 def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"], batch_size: int = _RUN["batch_size"],
                       factor: float = _RUN["factor"], warmup: int = _RUN["warmup"], cooldown: float = _RUN["cooldown"],
                       device=None, seed: int = 0, max_seconds: float | None = None, progress: bool = True, *,
-                      schedule: Callable, shift: Callable) -> dict:
+                      schedule: Callable, shift: Callable, pause_every: int | None = None) -> dict:
     """Train a Transformer on ``task`` (the dates of chapter 3) with teacher forcing.
 
     The recipe of the course: Adam with ``betas = (0.9, 0.98)`` as in the paper, the
@@ -283,4 +286,5 @@ def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"]
 
     return train_seq2seq(model, task, sequence_loss, num_steps=num_steps, batch_size=batch_size, lr=factor,
                          device=device, seed=seed, max_seconds=max_seconds, eval_every=100, progress=progress,
+                         pause_every=pause_every,
                          forward=read, lr_lambda=lr_factor, betas=(0.9, 0.98))

@@ -165,13 +165,15 @@ def token_accuracy(model: nn.Module, batch: TaggingBatch, chunk: int = 500) -> f
 
 def train_tagger(model: nn.Module, task: TaggingTask, num_steps: int = 600, batch_size: int = 64,
                  lr: float = 1e-3, warmup: int = 50, clip: float = 1.0, device=None, seed: int = 0,
-                 max_seconds: float | None = None, eval_every: int = 100, progress: bool = True) -> dict:
+                 max_seconds: float | None = None, eval_every: int = 100, progress: bool = True,
+                 pause_every: int | None = None) -> dict:
     """Train ``model(tokens, mask) -> logits`` on ``task.train`` with Adam; return the history.
 
     The learning rate rises linearly over ``warmup`` steps to ``lr``, then decays along a
     cosine to ``lr / 20``; the gradient norm is clipped to ``clip``; batches are drawn
     from a generator seeded with ``seed``. Every ``eval_every`` steps the validation
-    accuracy is measured. The loop itself, with its wall-clock guard ``max_seconds``, is
+    accuracy is measured. The loop itself, with its wall-clock guard ``max_seconds`` and its
+    pauses every ``pause_every`` steps (each ``history.resume()`` trains the next part), is
     :func:`attention_course.training.fit`.
 
     Returns a dict: ``step``, ``loss``, ``valid_step``, ``valid_accuracy``, ``seconds``,
@@ -194,4 +196,4 @@ def train_tagger(model: nn.Module, task: TaggingTask, num_steps: int = 600, batc
 
     return fit(model, training_loss, lambda: {"valid_accuracy": token_accuracy(model, task.valid)},
                num_steps=num_steps, lr=lr, lr_lambda=factor, device=device, clip=clip, eval_every=eval_every,
-               max_seconds=max_seconds, progress=progress)
+               max_seconds=max_seconds, progress=progress, pause_every=pause_every)

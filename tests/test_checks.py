@@ -110,3 +110,18 @@ def test_check_close_names_a_likely_mistake_only_when_it_matches():
     other = _message(checks.check_close, expected + 1, expected, name="Y",
                      likely={"the scores are divided by d_head instead of its square root": scaled_twice})
     assert "exactly what you get" not in other
+
+
+def test_check_raises_at_the_end_of_a_cell_shows_nothing():
+    """A test cell ending with check_raises must not have the exception as its result: nbgrader's
+    Validate takes a test cell's result as a partial-credit score and warns that it "cannot be
+    converted to a float" (the exception is still returned, for tests that look at it)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    def bad(x):
+        raise ValueError("no")
+
+    error = checks.check_raises(ValueError, bad, 1)
+    assert isinstance(error, ValueError) and str(error) == "no"
+    assert DisplayFormatter().format(error) == ({}, {}), "IPython would show the exception as the cell's result"
+    assert DisplayFormatter().format(ValueError("no"))[0], "IPython shows an exception as a result by default"
