@@ -540,3 +540,14 @@ CORRECT = {
     "answer_notes_scale": {
         "upper_case_with_spaces": right_choice("ch04_multihead_attention", "answer_notes_scale", " {upper} ")},
 }
+
+# Mistakes whose failure message must name them (the test compares with PyTorch's layer given
+# the same weights, changed so that it makes the mistake: attention_course checks' likely=).
+MESSAGES = {
+    "MultiHeadAttention": {
+        "scale_sqrt_d_model": "divided by sqrt(d_model) instead of sqrt(d_head)",
+        "no_scale": "not divided by sqrt(d_head)",
+        "scale_by_d_head_not_its_root": "divided by d_head instead of its square root",
+        "split_view_B_T_d_h": "head i takes every h-th column",
+    },
+}
