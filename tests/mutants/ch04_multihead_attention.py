@@ -518,6 +518,11 @@ CORRECT = {
             return self.W_o(merge_heads(torch.matmul(self.dropout(weights), V)))
             """,
         ),
+        # a buffer the docstring does not name (persistent: it is in the state_dict) costs nothing
+        "scale_kept_in_a_buffer": _mha(
+            init=_INIT + 'self.register_buffer("scale", torch.tensor((d_model // num_heads) ** -0.5))\n',
+            forward=_replaced(_FORWARD, _SCORES, "scores = Q @ K.transpose(-2, -1) * self.scale"),
+        ),
         "functional_dropout": _mha(
             init=_INIT.replace("self.dropout = nn.Dropout(dropout)", "self.p = dropout"),
             forward=_FORWARD.replace("self.dropout(self.attention_weights)",

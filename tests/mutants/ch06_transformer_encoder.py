@@ -414,6 +414,10 @@ CORRECT = {
             return torch.addcmul(self.bias, centred / (var + self.eps).sqrt(), self.weight)
             """,
         ),
+        # a buffer the docstring does not name (persistent: it is in the state_dict) costs nothing
+        "eps_kept_in_a_buffer": _layer_norm(
+            init=_LN_INIT.replace("self.eps = eps", 'self.register_buffer("eps", torch.tensor(float(eps)))'),
+        ),
         "var_mean_correction_0_and_einsum": _layer_norm(forward="""
             var, mean = torch.var_mean(X, dim=-1, keepdim=True, correction=0)
             normalised = (X - mean) / torch.sqrt(var + self.eps)
