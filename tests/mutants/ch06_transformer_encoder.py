@@ -320,6 +320,15 @@ WRONG = {
             return self.addnorm2(Y, self.dropout(self.ffn(Y)))
             """,
         ),
+        # dropout in the wrong place on the FFN branch: only a seeded comparison in training mode tells
+        # (the layers are built right, so test_EncoderBlock_layers passes them)
+        "ffn_branch_output_not_dropped": _block_forward_with(_FEED, "return self.addnorm2.ln(Y + self.ffn(Y))"),
+        "ffn_hidden_layer_not_dropped": _block_forward_with(
+            _FEED, "return self.addnorm2(Y, self.ffn.dense2(torch.relu(self.ffn.dense1(Y))))"
+        ),
+        "ffn_dropout_on_its_output_instead_of_its_hidden_layer": _block_forward_with(
+            _FEED, "return self.addnorm2(Y, self.ffn.dropout(self.ffn.dense2(torch.relu(self.ffn.dense1(Y)))))"
+        ),
         "addnorm_dropout_bypassed": _block(forward="""
             Y = self.addnorm1.ln(X + self.attention(X, X, X, src_mask))
             return self.addnorm2.ln(Y + self.ffn(Y))
@@ -514,4 +523,12 @@ CORRECT = {
     "answer_path": {"padded": right_choice("ch06_transformer_encoder", "answer_path", " {lower} ")},
     "answer_post_norm": {
         "upper_case_with_spaces": right_choice("ch06_transformer_encoder", "answer_post_norm", " {upper}")},
+}
+
+
+# Mistakes whose failure message must name them (check_close's likely=, computed by the test with
+# the same weights).
+MESSAGES = {
+    "LayerNorm": {"unbiased_variance": "divides by D - 1"},
+    "EncoderBlock": {"pre_norm": "pre-norm"},
 }

@@ -654,3 +654,12 @@ WRONG_IN_KERNEL = {
             """),
     },
 }
+
+# Mistakes whose failure message must name them (check_close's likely=: PyTorch's layer with the
+# same weights, fed the wrong memory or built pre-norm).
+MESSAGES = {
+    "DecoderBlock": {
+        "pre_norm": "pre-norm",
+        "cross_attention_over_the_target": "keys and values are the first AddNorm's output Y instead of the memory",
+    },
+}
