@@ -122,6 +122,17 @@ WRONG = {
                 raise ValueError("D must be a multiple of the number of heads")
             """,
         ),
+        "message_names_the_shape_but_not_num_heads": _split(
+            """
+            return X.reshape(B, T, num_heads, d).transpose(1, 2)
+            """,
+            check="""
+            B, T, D = X.shape
+            if D % num_heads != 0:
+                raise ValueError(f"cannot split X of shape {tuple(X.shape)} into heads")
+            d = D // num_heads
+            """,
+        ),
         "casts_to_float32": _split(
             """
             return X.float().reshape(B, T, num_heads, d).transpose(1, 2)

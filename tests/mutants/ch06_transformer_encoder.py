@@ -223,6 +223,10 @@ WRONG = {
         # the tests see the learner's X unchanged (it is a copy in the judge), but in the encoder the
         # in-place sum overwrites a tensor that the backward pass needs, and the training stops
         "adds_in_place": _addnorm(forward="X += self.dropout(Y)\nreturn self.ln(X)"),
+        # drops entries of Y in training mode only, but without nn.Dropout's 1 / (1 - p) on the kept ones
+        "dropout_without_rescaling": _addnorm(
+            forward="return self.ln(X + (Y * (torch.rand_like(Y) >= self.dropout.p) if self.training else Y))"
+        ),
         "dropout_passed_as_eps": _addnorm(init=_ADDNORM_INIT.replace("LayerNorm(d_model)", "LayerNorm(d_model, dropout)")),
         "torch_layer_norm_named_norm": _addnorm(
             init=_ADDNORM_INIT.replace("self.ln = LayerNorm(d_model)", "self.norm = nn.LayerNorm(d_model)"),
@@ -529,6 +533,8 @@ CORRECT = {
 # Mistakes whose failure message must name them (check_close's likely=, computed by the test with
 # the same weights).
 MESSAGES = {
-    "LayerNorm": {"unbiased_variance": "divides by D - 1"},
+    "LayerNorm": {"unbiased_variance": "divides by D - 1", "eps_outside_the_square_root": "outside the square root",
+                  "no_eps": "eps is left out"},
+    "AddNorm": {"dropout_on_the_sum": "dropout acts on X + Y instead of on Y alone"},
     "EncoderBlock": {"pre_norm": "pre-norm"},
 }
