@@ -297,6 +297,34 @@ def check_dropout(got: Any, undropped: Any, p: float, *, name: str = "output", a
         )
 
 
+def load_weights(module: Any, params: dict, *, name: str = "the module") -> Any:
+    """Load the known weights ``params`` (name -> tensor, names as in ``module.state_dict()``)
+    into ``module`` and return it; fail, saying why, unless every name of ``params`` is a
+    parameter or buffer of ``module`` with that shape, and every parameter of ``module`` is
+    among them (a parameter left out would keep a random value).
+
+    Buffers of ``module`` that ``params`` does not name are allowed and keep their values: a
+    specification names the parameters a module must have, not every tensor it may hold.
+    """
+    given = dict(params)
+    own = [parameter_name for parameter_name, _ in module.named_parameters()]
+    try:
+        result = module.load_state_dict(given, strict=False)
+    except RuntimeError as err:  # a shape that differs; load_state_dict names it
+        raise AssertionError(f"{name}: could not load the known weights: {err}") from None
+    unexpected = sorted(result.unexpected_keys)
+    if unexpected:
+        raise AssertionError(
+            f"{name}: could not load the known weights: it has no parameter or buffer named "
+            f"{', '.join(unexpected)} (it has the parameters {', '.join(sorted(own)) or 'none'})")
+    left_out = sorted(set(own) - set(given))
+    if left_out:
+        raise AssertionError(
+            f"{name}: it has parameters that the specification does not name: {', '.join(left_out)} "
+            f"(the known weights are {', '.join(sorted(given))})")
+    return module
+
+
 def check_choice(answer: Any, choices: str, *, name: str) -> str:
     """Fail unless ``answer`` is one letter among ``choices`` (case-insensitive); return it lower-cased."""
     if not isinstance(answer, str) or answer.strip().lower() not in choices.lower():
@@ -343,5 +371,6 @@ __all__ = [
     "check_dropout",
     "check_choice",
     "check_own_code",
+    "load_weights",
 ]
 

@@ -125,3 +125,19 @@ def test_check_raises_at_the_end_of_a_cell_shows_nothing():
     assert isinstance(error, ValueError) and str(error) == "no"
     assert DisplayFormatter().format(error) == ({}, {}), "IPython would show the exception as the cell's result"
     assert DisplayFormatter().format(ValueError("no"))[0], "IPython shows an exception as a result by default"
+
+
+def test_load_weights_allows_extra_buffers_and_names_what_is_wrong():
+    torch.manual_seed(0)
+    params = {"weight": torch.ones(3, 2), "bias": torch.zeros(3)}
+    layer = checks.load_weights(torch.nn.Linear(2, 3), params, name="Linear")
+    checks.check_close(layer.weight.detach(), torch.ones(3, 2))
+    with_buffer = torch.nn.Linear(2, 3)
+    with_buffer.register_buffer("position_ids", torch.arange(4))  # a correct module may hold one
+    checks.load_weights(with_buffer, params, name="Linear with a buffer")
+    checks.check_equal(with_buffer.position_ids, torch.arange(4), name="its buffer, untouched")
+    assert "no parameter or buffer named bias" in _message(
+        checks.load_weights, torch.nn.Linear(2, 3, bias=False), params, name="Linear")
+    assert "size mismatch for weight" in _message(checks.load_weights, torch.nn.Linear(3, 3), params, name="Linear")
+    assert "does not name: bias" in _message(checks.load_weights, torch.nn.Linear(2, 3), {"weight": torch.ones(3, 2)},
+                                             name="Linear")

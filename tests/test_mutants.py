@@ -7,7 +7,8 @@ is graded the way the grader grades it (the student's cells in the sandbox, the 
 the judge: autograder.judge), and:
 
 * every wrong implementation must fail at least one graded test cell (the run stops at
-  the first one);
+  the first one); where ``MESSAGES`` names words for it (exercise -> label -> words), the
+  failure message must contain them: the test recognised the mistake and said which it is;
 * every correct variant must pass every graded test cell (graded a round at a time:
   one variant of each exercise per notebook);
 * every variant, wrong or correct, gets the same verdict per test cell in one plain kernel
@@ -55,13 +56,15 @@ def _load(assignment: str):
     return module
 
 
-def _cases(kind: str):
+def _cases(kind: str, with_message: bool = False):
     for assignment in nbt.assignments():
         if not (nbt.ROOT / "tests" / "mutants" / f"{assignment}.py").is_file():
             continue  # test_every_exercise_has_mutants reports it
-        for exercise, variants in getattr(_load(assignment), kind, {}).items():
+        module = _load(assignment)
+        for exercise, variants in getattr(module, kind, {}).items():
             for label, source in variants.items():
-                yield pytest.param(assignment, exercise, source, id=f"{assignment}-{exercise}-{label}")
+                message = (getattr(module, "MESSAGES", {}).get(exercise, {}).get(label),) if with_message else ()
+                yield pytest.param(assignment, exercise, source, *message, id=f"{assignment}-{exercise}-{label}")
 
 
 def test_every_exercise_has_mutants():
@@ -73,6 +76,9 @@ def test_every_exercise_has_mutants():
         assert not missing, f"{assignment}: no wrong implementations for {missing}"
         unknown = set(module.WRONG) | set(module.CORRECT) | set(getattr(module, "WRONG_IN_KERNEL", {}))
         assert unknown <= set(solutions), f"{assignment}: mutants for unknown cells {unknown - set(solutions)}"
+        for exercise, labels in getattr(module, "MESSAGES", {}).items():
+            stray = set(labels) - set(module.WRONG.get(exercise, {}))
+            assert not stray, f"{assignment}: MESSAGES for {exercise} names no wrong implementation {sorted(stray)}"
 
 
 def _only_its_question(nb, question: str):
@@ -85,14 +91,18 @@ def _only_its_question(nb, question: str):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment, exercise, source", list(_cases("WRONG")))
-def test_wrong_implementation_fails_a_test(assignment, exercise, source):
+@pytest.mark.parametrize("assignment, exercise, source, message", list(_cases("WRONG", with_message=True)))
+def test_wrong_implementation_fails_a_test(assignment, exercise, source, message):
     nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
     if exercise.startswith("answer_"):
         nb = _only_its_question(nb, exercise)
     run = nbt.run_judged(nb, assignment, fail_fast=True)
     assert run.failed, f"this wrong {exercise} passed every test: {sorted(run.tests)}"
     (first_failure,) = run.failed
+    if message is not None:
+        assert message in run.failed[first_failure], (
+            f"this wrong {exercise} failed {first_failure} without naming its mistake ({message!r}): "
+            f"{run.failed[first_failure]}")
     if exercise.startswith("answer_"):
         assert first_failure == f"test_{exercise}", f"a wrong {exercise} failed {first_failure}, not its own test"
     kernel = nbt.run_in_process(nb, stop_after=first_failure)

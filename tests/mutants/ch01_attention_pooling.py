@@ -589,3 +589,8 @@ for _topic in ("bandwidth_limits", "no_mass", "leave_one_out"):
     WRONG[_name] = wrong_choices("ch01_attention_pooling", _name)
     WRONG[_name]["not_a_letter"] = f'{_name} = "e"\n'
     CORRECT[_name] = {"upper_case": right_choice("ch01_attention_pooling", _name, " {upper} ")}
+
+# Mistakes whose failure message must name them (check_close's likely=).
+MESSAGES = {
+    "attention_weights": {"epsilon_in_denominator": "an epsilon is added to the denominator"},
+}

@@ -806,3 +806,11 @@ WRONG_IN_KERNEL = {
         ),
     },
 }
+
+# Mistakes whose failure message must name them (check_close's likely=, computed by the test).
+MESSAGES = {
+    "scaled_dot_product_attention": {
+        "scale_missing": "not divided by sqrt(d_k)",
+        "scale_one_over_d": "divided by d_k instead of sqrt(d_k)",
+    },
+}

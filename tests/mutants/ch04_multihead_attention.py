@@ -122,6 +122,17 @@ WRONG = {
                 raise ValueError("D must be a multiple of the number of heads")
             """,
         ),
+        "message_names_the_shape_but_not_num_heads": _split(
+            """
+            return X.reshape(B, T, num_heads, d).transpose(1, 2)
+            """,
+            check="""
+            B, T, D = X.shape
+            if D % num_heads != 0:
+                raise ValueError(f"cannot split X of shape {tuple(X.shape)} into heads")
+            d = D // num_heads
+            """,
+        ),
         "casts_to_float32": _split(
             """
             return X.float().reshape(B, T, num_heads, d).transpose(1, 2)
@@ -518,6 +529,11 @@ CORRECT = {
             return self.W_o(merge_heads(torch.matmul(self.dropout(weights), V)))
             """,
         ),
+        # a buffer the docstring does not name (persistent: it is in the state_dict) costs nothing
+        "scale_kept_in_a_buffer": _mha(
+            init=_INIT + 'self.register_buffer("scale", torch.tensor((d_model // num_heads) ** -0.5))\n',
+            forward=_replaced(_FORWARD, _SCORES, "scores = Q @ K.transpose(-2, -1) * self.scale"),
+        ),
         "functional_dropout": _mha(
             init=_INIT.replace("self.dropout = nn.Dropout(dropout)", "self.p = dropout"),
             forward=_FORWARD.replace("self.dropout(self.attention_weights)",
@@ -539,4 +555,15 @@ CORRECT = {
     },
     "answer_notes_scale": {
         "upper_case_with_spaces": right_choice("ch04_multihead_attention", "answer_notes_scale", " {upper} ")},
+}
+
+# Mistakes whose failure message must name them (the test compares with PyTorch's layer given
+# the same weights, changed so that it makes the mistake: attention_course checks' likely=).
+MESSAGES = {
+    "MultiHeadAttention": {
+        "scale_sqrt_d_model": "divided by sqrt(d_model) instead of sqrt(d_head)",
+        "no_scale": "not divided by sqrt(d_head)",
+        "scale_by_d_head_not_its_root": "divided by d_head instead of its square root",
+        "split_view_B_T_d_h": "head i takes every h-th column",
+    },
 }

@@ -223,6 +223,10 @@ WRONG = {
         # the tests see the learner's X unchanged (it is a copy in the judge), but in the encoder the
         # in-place sum overwrites a tensor that the backward pass needs, and the training stops
         "adds_in_place": _addnorm(forward="X += self.dropout(Y)\nreturn self.ln(X)"),
+        # drops entries of Y in training mode only, but without nn.Dropout's 1 / (1 - p) on the kept ones
+        "dropout_without_rescaling": _addnorm(
+            forward="return self.ln(X + (Y * (torch.rand_like(Y) >= self.dropout.p) if self.training else Y))"
+        ),
         "dropout_passed_as_eps": _addnorm(init=_ADDNORM_INIT.replace("LayerNorm(d_model)", "LayerNorm(d_model, dropout)")),
         "torch_layer_norm_named_norm": _addnorm(
             init=_ADDNORM_INIT.replace("self.ln = LayerNorm(d_model)", "self.norm = nn.LayerNorm(d_model)"),
@@ -320,6 +324,15 @@ WRONG = {
             return self.addnorm2(Y, self.dropout(self.ffn(Y)))
             """,
         ),
+        # dropout in the wrong place on the FFN branch: only a seeded comparison in training mode tells
+        # (the layers are built right, so test_EncoderBlock_layers passes them)
+        "ffn_branch_output_not_dropped": _block_forward_with(_FEED, "return self.addnorm2.ln(Y + self.ffn(Y))"),
+        "ffn_hidden_layer_not_dropped": _block_forward_with(
+            _FEED, "return self.addnorm2(Y, self.ffn.dense2(torch.relu(self.ffn.dense1(Y))))"
+        ),
+        "ffn_dropout_on_its_output_instead_of_its_hidden_layer": _block_forward_with(
+            _FEED, "return self.addnorm2(Y, self.ffn.dropout(self.ffn.dense2(torch.relu(self.ffn.dense1(Y)))))"
+        ),
         "addnorm_dropout_bypassed": _block(forward="""
             Y = self.addnorm1.ln(X + self.attention(X, X, X, src_mask))
             return self.addnorm2.ln(Y + self.ffn(Y))
@@ -413,6 +426,10 @@ CORRECT = {
             var = (centred * centred).sum(dim=-1, keepdim=True) / D
             return torch.addcmul(self.bias, centred / (var + self.eps).sqrt(), self.weight)
             """,
+        ),
+        # a buffer the docstring does not name (persistent: it is in the state_dict) costs nothing
+        "eps_kept_in_a_buffer": _layer_norm(
+            init=_LN_INIT.replace("self.eps = eps", 'self.register_buffer("eps", torch.tensor(float(eps)))'),
         ),
         "var_mean_correction_0_and_einsum": _layer_norm(forward="""
             var, mean = torch.var_mean(X, dim=-1, keepdim=True, correction=0)
@@ -510,4 +527,14 @@ CORRECT = {
     "answer_path": {"padded": right_choice("ch06_transformer_encoder", "answer_path", " {lower} ")},
     "answer_post_norm": {
         "upper_case_with_spaces": right_choice("ch06_transformer_encoder", "answer_post_norm", " {upper}")},
+}
+
+
+# Mistakes whose failure message must name them (check_close's likely=, computed by the test with
+# the same weights).
+MESSAGES = {
+    "LayerNorm": {"unbiased_variance": "divides by D - 1", "eps_outside_the_square_root": "outside the square root",
+                  "no_eps": "eps is left out"},
+    "AddNorm": {"dropout_on_the_sum": "dropout acts on X + Y instead of on Y alone"},
+    "EncoderBlock": {"pre_norm": "pre-norm"},
 }

@@ -568,6 +568,14 @@ CORRECT = {
             memory = self.encoder(src, src_mask)
             return self.decoder(tgt_in, memory, src_mask)
             """),
+        # a buffer the docstring does not name (persistent: it is in the state_dict) costs nothing
+        "counts_its_calls_in_a_buffer": _transformer(
+            init=_TRANSFORMER_INIT + 'self.register_buffer("calls", torch.zeros((), dtype=torch.long))\n',
+            forward="""
+            self.calls += 1
+            return self.decode(tgt_in, self.encode(src, src_mask), src_mask)
+            """,
+        ),
         "keyword_arguments": _transformer(
             init="""
             sizes = dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, num_layers=num_layers, dropout=dropout,
@@ -644,5 +652,14 @@ WRONG_IN_KERNEL = {
             tgt[..., :-1] = tgt[..., 1:].clone()
             return decoder_input, tgt[..., :-1]
             """),
+    },
+}
+
+# Mistakes whose failure message must name them (check_close's likely=: PyTorch's layer with the
+# same weights, fed the wrong memory or built pre-norm).
+MESSAGES = {
+    "DecoderBlock": {
+        "pre_norm": "pre-norm",
+        "cross_attention_over_the_target": "keys and values are the first AddNorm's output Y instead of the memory",
     },
 }
