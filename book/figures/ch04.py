@@ -64,8 +64,10 @@ def toy_heads_example(sentence=TOY_SENTENCE, sharpness: float = 8.0) -> dict[str
     query projection shifts the position one-hot back by one and its key projection
     keeps it, so head 0 scores ``s`` high when ``s = t - 1`` (*look at the previous
     token*). Head 1 projects queries and keys both on the word one-hot, so it scores
-    ``s`` high when token ``s`` is the same word (*look at earlier copies of me*). A
-    causal mask keeps each token to itself and the tokens before it.
+    ``s`` high when token ``s`` is the same word (*look at every copy of my word so far, me
+    included*, in equal shares: a token's own key matches as well as an earlier copy's). A
+    causal mask keeps each token to itself and the tokens before it. The word part is padded
+    with zeros to ``max(T, V)`` so that each head reads one half: ``D = 2 * max(T, V)``.
 
     Returns a dict with the module, the input ``X`` ``(1, T, D)``, the mask, the output
     and the weights ``(1, 2, T, T)``.

@@ -49,6 +49,7 @@ __all__ = [
     "plot_duplicate_training",
     "copy_attention_share",
     "plot_copy_attention",
+    "describe_copy_attention",
 ]
 
 
@@ -574,6 +575,19 @@ def copy_attention_share(model: TokenClassifier, batch: TaggingBatch, num_letter
     }
 
 
+def _short_example(model: TokenClassifier, task: TaggingTask, layer: int, max_letters: int):
+    """The first held-out string of at most ``max_letters`` letters, as a list of letters, and
+    the attention weights ``(h, n, n)`` of block ``layer`` of ``model`` reading it."""
+    index = int(torch.nonzero(task.test.mask.sum(dim=-1) <= max_letters)[0])
+    example = task.test[index:index + 1]
+    length = int(example.mask.sum())
+    model.eval()
+    with torch.no_grad():
+        model(example.tokens, example.mask)
+    weights = encoder_attention_weights(model.encoder)[layer][0, :, :length, :length]
+    return list(task.decode(example.tokens[0])), weights
+
+
 def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 0, max_letters: int = 15):
     """Figure: the attention weights of every head of block ``layer`` on the first
     held-out string of at most ``max_letters`` letters; rows are queries, columns keys,
@@ -583,16 +597,10 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
 
     from attention_course.plotting import show_heatmaps
 
-    index = int(torch.nonzero(task.test.mask.sum(dim=-1) <= max_letters)[0])
-    example = task.test[index:index + 1]
-    length = int(example.mask.sum())
-    model.eval()
-    with torch.no_grad():
-        model(example.tokens, example.mask)
-    weights = encoder_attention_weights(model.encoder)[layer][0, :, :length, :length]  # (h, n, n)
+    letters, weights = _short_example(model, task, layer, max_letters)  # weights (h, n, n)
+    length = len(letters)
     num_heads = weights.shape[0]
     cols = 2 if num_heads % 2 == 0 else num_heads
-    letters = list(task.decode(example.tokens[0]))
     fig = show_heatmaps(weights.reshape(num_heads // cols, cols, length, length), xlabel="key letter",
                         ylabel="query letter", titles=[f"block {layer + 1}, head {h}" for h in range(num_heads)],
                         xticklabels=letters, yticklabels=letters, figsize=(8.4, 7.6))
@@ -604,3 +612,30 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
         ax.tick_params(axis="x", rotation=0)
     fig.suptitle(f"held-out string '{''.join(letters)}'; blue box: another copy of the row's letter")
     return fig
+
+
+def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 0, max_letters: int = 15,
+                            factor: float = 3.0) -> str:
+    """What the rows with boxes of :func:`plot_copy_attention` (same arguments) show, in
+    numbers: for every duplicated letter of the string, the share of its row on its other
+    copies in each head, next to the share evenly spread weights would give; and how many of
+    those rows give their copies at least ``factor`` times the even share in no head, one,
+    two, or more."""
+    letters, weights = _short_example(model, task, layer, max_letters)
+    length, num_heads = len(letters), weights.shape[0]
+    lines, heads_looking = [f"block {layer + 1}, share of each duplicated letter's row on its copies, "
+                            f"heads 0 to {num_heads - 1}:"], []
+    for i, letter in enumerate(letters):
+        copies = [j for j in range(length) if j != i and letters[j] == letter]
+        if not copies:
+            continue
+        share = weights[:, i, copies].sum(dim=-1)  # (h,)
+        even = len(copies) / length
+        heads_looking.append(int((share >= factor * even).sum()))
+        lines.append(f"{letter!r} at {i:2d}: on its copies " + " ".join(f"{float(s):4.0%}" for s in share)
+                     + f"   (even {even:.0%})")
+    counts = [sum(1 for k in heads_looking if k == c) for c in range(3)]
+    lines.append(f"{len(heads_looking)} rows with boxes; heads giving the copies at least {factor:g} times "
+                 f"the even share: none in {counts[0]}, one in {counts[1]}, two in {counts[2]}, "
+                 f"more in {len(heads_looking) - sum(counts)} (of {num_heads} heads)")
+    return "\n".join(lines)

@@ -48,6 +48,8 @@ __all__ = [
     "describe_comparison",
     "describe_steps",
     "beam_answer",
+    "answer_log_probability",
+    "compare_answers",
     "draw_decoder_only",
     "draw_kv_cache",
 ]
@@ -311,11 +313,24 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
 
 
 def describe_speed(rows: list[dict]) -> str:
-    """Words for :func:`generation_speed`'s rows, computed from them."""
+    """Words for :func:`generation_speed`'s rows, computed from them.
+
+    Checks what the page says of the measurement, and raises ``AssertionError`` (which stops
+    the book's build) when one statement no longer holds: the speed-up grows with every longer
+    length, but stays far below (under a quarter of) the ratio of the score counts ``(2T+1)/3``
+    at every length; and both ways give the same tokens at every length."""
     first, last = rows[0], rows[-1]
+    ratio = [(2 * r["tokens"] + 1) / 3 for r in rows]
+    assert all(b["speedup"] > a["speedup"] for a, b in zip(rows, rows[1:])), (
+        f"the cache's speed-up no longer grows with the length: {[round(r['speedup'], 1) for r in rows]}")
+    assert all(r["speedup"] < q / 4 for r, q in zip(rows, ratio)), (
+        f"the speed-up {[round(r['speedup'], 1) for r in rows]} is no longer far below the score counts' "
+        f"ratio {[round(q) for q in ratio]}")
+    assert all(r["same"] for r in rows), "generation with and without the cache gave different tokens"
+    speedups = " -> ".join(f"{r['speedup']:.1f}x" for r in rows)
+    ratios = " -> ".join(f"{q:.0f}" for q in ratio)
     return (f"from {first['tokens']} to {last['tokens']} new tokens:\n"
-            f"  speed-up {first['speedup']:.1f}x -> {last['speedup']:.1f}x; ratio of the score "
-            f"counts (2T+1)/3 {(2 * first['tokens'] + 1) / 3:.0f} -> {(2 * last['tokens'] + 1) / 3:.0f}\n"
+            f"  speed-up {speedups}; ratio of the score counts (2T+1)/3 {ratios}\n"
             f"  tokens/s with the cache x{last['with'] / first['with']:.2f}, "
             f"without it x{last['without'] / first['without']:.2f}\n"
             f"  the same tokens both ways at every length: {all(r['same'] for r in rows)}")
@@ -341,17 +356,27 @@ def parameter_counts(vocab_size: int, d_model: int = 64, num_heads: int = 4, d_f
 def embedding_sizes(model: GPT) -> dict[str, float]:
     """Root mean square of the entries of ``model``'s token and position embeddings, its
     output layer's weight (the same matrix when tied), and, in the first block, of a layer that
-    reads the stream (``W_qkv``) and of the two that add into it (``W_o``, ``dense2``)."""
+    reads the stream (``W_qkv``) and of the two that add into it (``W_o``, ``dense2``).
+
+    Checks what the page says of a fresh model (nanoGPT's convention), and raises
+    ``AssertionError`` (which stops the book's build) when a size is more than 10 % off it:
+    0.02 for both embeddings, the output layer and ``W_qkv``, ``0.02 / sqrt(2 L)`` for ``L``
+    blocks for ``W_o`` and ``dense2``."""
     def rms(t):
         return t.detach().pow(2).mean().sqrt().item()
 
     block = model.blocks[0]
-    return {"token embedding": rms(model.token_embedding.weight),
-            "position embedding": rms(model.position_embedding.weight),
-            "output layer": rms(model.lm_head.weight),
-            "block 0: W_qkv": rms(block.attention.W_qkv.weight),
-            "block 0: W_o": rms(block.attention.W_o.weight),
-            "block 0: dense2": rms(block.dense2.weight)}
+    sizes = {"token embedding": rms(model.token_embedding.weight),
+             "position embedding": rms(model.position_embedding.weight),
+             "output layer": rms(model.lm_head.weight),
+             "block 0: W_qkv": rms(block.attention.W_qkv.weight),
+             "block 0: W_o": rms(block.attention.W_o.weight),
+             "block 0: dense2": rms(block.dense2.weight)}
+    residual = 0.02 / math.sqrt(2 * len(model.blocks))
+    for what, size in sizes.items():
+        expected = residual if what in ("block 0: W_o", "block 0: dense2") else 0.02
+        assert abs(size / expected - 1) < 0.1, f"{what}: root mean square {size:.4f}, the page says {expected:.4f}"
+    return sizes
 
 
 # --------------------------------------------------------------------------------------
@@ -537,15 +562,54 @@ def describe_comparison(gpt: dict, transformer: dict) -> str:
             f"{'above' if gap > 0 else 'below' if gap < 0 else 'level with'} the Transformer's")
 
 
-def describe_steps(steps: list[dict], answer: str, target: str) -> str:
-    """Words for :func:`answer_step_by_step`'s steps, computed from them: whether the answer is
-    right, and the step where the model was least sure (the smallest top probability), with its
-    two most probable characters."""
-    k = min(range(len(steps)), key=lambda i: steps[i]["top"][0][1])
+def describe_steps(steps: list[dict], answer: str, target: str, sure: float = 0.9) -> str:
+    """Words for :func:`answer_step_by_step`'s steps, computed from them: how many steps are
+    near-certain (top probability at least ``sure``), among them those that write the year and
+    the two separators of the ISO answer, whether the answer is right, and the step where the
+    model was least sure (the smallest top probability), with its two most probable characters.
+
+    Checks what the page says of the printout, and raises ``AssertionError`` (which stops the
+    book's build) when one statement no longer holds: most steps are near-certain, and so are
+    the steps that write the year and the separators."""
+    top = [step["top"][0][1] for step in steps]
+    certain = sum(p >= sure for p in top)
+    fixed = [i for i in (0, 1, 2, 3, 4, 7) if i < len(steps)]  # YYYY-MM-DD: the year, the two '-'
+    fixed_certain = sum(top[i] >= sure for i in fixed)
+    assert certain > len(steps) / 2, f"only {certain} of {len(steps)} steps are near-certain"
+    assert fixed_certain == len(fixed), "a step that writes the year or a separator is no longer near-certain"
+    k = min(range(len(steps)), key=lambda i: top[i])
     (first, p1), (second, p2) = steps[k]["top"][:2]
     verdict = "right" if answer == target else "wrong"
-    return (f"the answer is {verdict}; the least sure step is step {k + 1}:\n"
+    return (f"near-certain steps (top probability at least {sure}): {certain} of {len(steps)}; "
+            f"of those writing the year and the separators, {fixed_certain} of {len(fixed)}\n"
+            f"the answer is {verdict}; the least sure step is step {k + 1}:\n"
             f"  {first!r} {p1:.3f} against {second!r} {p2:.3f}, and greedy decoding took {steps[k]['chosen']!r}")
+
+
+@torch.no_grad()
+def answer_log_probability(model: GPT, task: PromptTask, source: str, answer: str) -> float:
+    """The summed log-probability that ``model`` gives ``answer`` and its ``<eos>`` after the
+    prompt of ``source``, in one teacher-forced pass."""
+    model.eval()
+    device = next(model.parameters()).device
+    ids = task.vocab.encode(answer, eos=True)
+    tokens = torch.cat([task.prompts([source], device), torch.tensor([ids], device=device)], dim=1)
+    logits, _ = model(tokens[:, :-1])
+    log_probs = torch.log_softmax(logits[0, -len(ids):].double(), dim=-1)
+    return float(log_probs[torch.arange(len(ids)), torch.tensor(ids, device=device)].sum())
+
+
+def compare_answers(model: GPT, task: PromptTask, source: str, target: str, greedy: str,
+                    beam_width: int = 3) -> str:
+    """Greedy decoding's answer ``greedy`` to ``source`` next to :func:`beam_answer`'s, each
+    with its summed log-probability (:func:`answer_log_probability`) and whether it is right."""
+    beam = beam_answer(model, task, source, beam_width=beam_width)
+    lines = []
+    for name, answer in (("greedy", greedy), (f"beam search, width {beam_width}", beam)):
+        right = "right" if answer == target else "wrong"
+        lines.append(f"{name + ':':24s}{answer!r}, {right}, summed log-probability "
+                     f"{answer_log_probability(model, task, source, answer):.3f}")
+    return "\n".join(lines)
 
 
 @torch.no_grad()

@@ -143,8 +143,10 @@ def _repeat(ax, x: float, w: float, y0: float, y1: float, label_x: float, ha: st
 
 
 def draw_encoder():
-    """The encoder half (chapter 6): ids to memory, one block drawn, repeated N times."""
-    fig, ax = _canvas(6.0, 7.2)
+    """The encoder of chapter 6: ids to one output vector per token, one block drawn, repeated
+    N times, and the linear layer of chapter 6's tagger on top (chapter 7 calls the encoder's
+    output the memory, because a decoder reads it; here nothing does)."""
+    fig, ax = _canvas(6.0, 7.85)
     x = 2.6
     col = _encoder_column(ax, x, 0.35, "S", "source ids")
     w, shape = col["width"], col["shape"]
@@ -157,8 +159,14 @@ def draw_encoder():
     ax.text(ffn["right"][0] + 0.15, ffn["right"][1], "hidden: (B, S, F)\nsame weights at\nevery position",
             ha="left", va="center", fontsize=SHAPE, family="monospace")
     _repeat(ax, x, w, start + 0.1, y, x - w / 2 - 0.5, "right")
-    memory = _box(ax, x, y + 0.75, w, 0.45, "memory", "data")
-    _arrow(ax, (x, y), memory["bottom"], shape)
+    output = _box(ax, x, y + 0.75, w, 0.45, "encoder output", "data")
+    _arrow(ax, (x, y), output["bottom"], shape)
+    ax.text(output["right"][0] + 0.15, output["right"][1], "one vector\nper token", ha="left", va="center",
+            fontsize=SMALLEST)
+    tagger = _box(ax, x, y + 1.55, w, 0.45, "tagger: linear D → 2", "linear")
+    _arrow(ax, output["top"], tagger["bottom"], "(B, S, D)")
+    ax.text(tagger["right"][0] + 0.15, tagger["right"][1], "logits (B, S, 2)", ha="left", va="center",
+            fontsize=SHAPE, family="monospace")
     return fig
 
 
@@ -257,6 +265,13 @@ def draw_bahdanau():
     previous = _box(ax, 6.6, 2.55, 1.3, 0.45, "s(t-1)", "rnn")
     _arrow(ax, previous["left"], attention["right"], "query (B, H)", side="above", offset=0.04)
     ax.text(6.6, 2.1, "previous state", ha="center", va="center", fontsize=SMALLEST)
+    # the decoder's first state is the encoder's last: s(0) = h(S), drawn dashed
+    last, y_route, x_route = states[-1], 1.8, 7.45
+    ax.plot([last["top"][0], last["top"][0], x_route, x_route], [last["top"][1], y_route, y_route, previous["right"][1]],
+            color="#2a6f97", linestyle="--", linewidth=1.4, zorder=0)
+    _arrow(ax, (x_route, previous["right"][1]), previous["right"], colour="#2a6f97")
+    ax.text(4.85, y_route - 0.17, "first step: s(0) = h(S)", ha="left", va="center", fontsize=SMALLEST,
+            color="#1d4e6b")
     context = _box(ax, 2.5, 3.6, 1.5, 0.42, "context c(t)", "data")
     _arrow(ax, attention["top"], context["bottom"], "weights (B, S), sum to 1")
     concat = _box(ax, 2.5, 4.5, 1.5, 0.42, "concatenate", "linear")
