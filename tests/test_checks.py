@@ -110,3 +110,17 @@ def test_check_close_names_a_likely_mistake_only_when_it_matches():
     other = _message(checks.check_close, expected + 1, expected, name="Y",
                      likely={"the scores are divided by d_head instead of its square root": scaled_twice})
     assert "exactly what you get" not in other
+
+
+def test_check_close_computes_likely_mistakes_only_when_the_values_differ():
+    expected = np.array([1.0, 2.0])
+    calls = []
+
+    def mistakes():
+        calls.append(1)
+        return {"the scores are not scaled": expected / 2}
+
+    checks.check_close(expected.copy(), expected, name="Y", likely=mistakes)
+    assert calls == []
+    msg = _message(checks.check_close, expected / 2, expected, name="Y", likely=mistakes)
+    assert "exactly what you get if the scores are not scaled" in msg and calls == [1]
