@@ -118,13 +118,15 @@ def check_close(
     atol: float = 1e-6,
     rtol: float = 1e-5,
     exact_dtype: bool = True,
-    likely: dict[str, Any] | None = None,
+    likely: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     """Fail unless ``got`` matches ``expected`` in kind, shape, dtype, device and values.
 
     ``likely`` maps a common mistake, said as the end of "this is what you get if ...",
     to the value that mistake produces (the test computes it with the same weights); when
-    the values differ and ``got`` matches one of them, the message names that mistake.
+    the values differ and ``got`` matches one of them, the message names that mistake. It may
+    also be a function of no arguments that returns that dict: it is then called only when the
+    values differ, so that a passing check does not pay for computing the mistakes.
 
     * kind: a tensor where a tensor is expected, an array where an array is expected
       (a Python number is accepted for a 0-d expected value);
@@ -178,7 +180,7 @@ def check_close(
         max_diff = float(diff[finite].max()) if finite.any() else float("nan")
         detail += f" ({len(bad)} of {e.size} entries differ; largest difference {max_diff:.3g}"
         detail += f"; {int(nan.sum())} are NaN)" if nan.any() else ")"
-    for mistake, value in (likely or {}).items():
+    for mistake, value in ((likely() if callable(likely) else likely) or {}).items():
         if _matches(g, value, atol=atol, rtol=rtol):
             detail += f". This is exactly what you get if {mistake}."
             break

@@ -16,6 +16,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import textwrap
 from pathlib import Path
 
 from autograder.course import REPO
@@ -40,7 +41,17 @@ def _stub_source(chapter: str, for_assignment: str) -> str:
         f"solutions of chapter {here} and later. Write the exercise yourself: an answer that uses the "
         f"course's solution earns no points."
     )
-    return f'"""Left out of the package of chapter {here}."""\n\nraise ImportError({message!r})\n'
+    number = int(chapter[2:])
+    earlier = {1: "no chapter's solutions", 2: "the solutions of chapter 1 only"}.get(
+        here, f"the solutions of chapters 1 to {here - 1} only")
+    doc = textwrap.fill(
+        f"A placeholder, left here on purpose. In the course's repository this file holds the course's "
+        f"solutions of chapter {number}, generated from that chapter's exercise notebook. This copy of the "
+        f"package is chapter {here}'s: the one a learner installs for chapter {here}'s notebook, and the one "
+        f"the grader uses while it grades it. It holds {earlier}, so the solutions of chapter {number} are not "
+        f"here: importing this module raises ImportError with the sentence below, rather than an unexplained "
+        f"\"No module named\". Nothing that chapter {here}'s notebook uses imports it.", width=92)
+    return f'"""{doc}"""\n\nraise ImportError({message!r})\n'
 
 
 def build_package_tree(assignment: str, dest: Path) -> Path:

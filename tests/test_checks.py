@@ -141,3 +141,17 @@ def test_load_weights_allows_extra_buffers_and_names_what_is_wrong():
     assert "size mismatch for weight" in _message(checks.load_weights, torch.nn.Linear(3, 3), params, name="Linear")
     assert "does not name: bias" in _message(checks.load_weights, torch.nn.Linear(2, 3), {"weight": torch.ones(3, 2)},
                                              name="Linear")
+
+
+def test_check_close_computes_likely_mistakes_only_when_the_values_differ():
+    expected = np.array([1.0, 2.0])
+    calls = []
+
+    def mistakes():
+        calls.append(1)
+        return {"the scores are not scaled": expected / 2}
+
+    checks.check_close(expected.copy(), expected, name="Y", likely=mistakes)
+    assert calls == []
+    msg = _message(checks.check_close, expected / 2, expected, name="Y", likely=mistakes)
+    assert "exactly what you get if the scores are not scaled" in msg and calls == [1]

@@ -208,8 +208,8 @@ def loo_cv_error(x, y, bandwidth, kernel="gaussian"):
     ``y[j]`` for ``j != i``) and the result is ``mean_i (y[i] - prediction_i) ** 2``.
 
     Args:
-        x: ``(n,)`` or ``(n, d)`` inputs.
-        y: ``(n,)`` or ``(n, v)`` targets (for ``(n, v)`` the mean also runs over ``v``).
+        x: ``(m,)`` or ``(m, d)`` inputs (the ``m`` points are both the keys and the queries).
+        y: ``(m,)`` or ``(m, v)`` targets (for ``(m, v)`` the mean also runs over ``v``).
         bandwidth: ``h > 0``.
         kernel: ``"gaussian"``, ``"boxcar"`` or ``"epanechnikov"``.
 

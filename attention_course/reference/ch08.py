@@ -27,7 +27,8 @@ class CausalSelfAttention(nn.Module):
         W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias): its output is [queries | keys | values],
             in that order (the rows of nn.MultiheadAttention.in_proj_weight / in_proj_bias);
         W_o = nn.Linear(d_model, d_model, bias=bias).
-    Attribute: attention_weights, the (B, h, T, P + T) weights of the last call, before dropout.
+    Attribute: attention_weights, the (B, h, T, P + T) weights of the last call, before dropout (in
+        training mode too: each row sums to 1, or 0 for a query with no allowed key).
 
     forward(X, padding_mask=None, past_kv=None) -> (Y, present_kv):
         X: (B, T, D). past_kv: None (P = 0) or (K_past, V_past), each (B, h, P, d_head).
@@ -124,9 +125,12 @@ class GPT(nn.Module):
         num_layers DecoderOnlyBlock(d_model, num_heads, d_ff, dropout); ln_f = nn.LayerNorm(d_model);
         lm_head = nn.Linear(d_model, vocab_size, bias=False). With tie_weights, lm_head.weight IS
         token_embedding.weight (one Parameter, counted once by parameters()).
-    Initialisation: normal(0, 0.02) for both embeddings and every nn.Linear weight, except every
-        block's attention.W_o.weight and dense2.weight: normal(0, 0.02 / sqrt(2 * num_layers));
-        every bias 0; LayerNorm weights 1 and biases 0. No sqrt(d_model) scaling of the embedding.
+        The tests load known weights by these names: the model may hold buffers of its own, but no
+        other parameters.
+    Initialisation (nanoGPT's convention, see above): normal(0, 0.02) for both embeddings (the
+        position table included) and every nn.Linear weight, except every block's
+        attention.W_o.weight and dense2.weight: normal(0, 0.02 / sqrt(2 * num_layers)); every
+        bias 0; LayerNorm weights 1 and biases 0. No sqrt(d_model) scaling of the embedding.
 
     forward(tokens, padding_mask=None, past_kv=None) -> (logits, present_kv):
         tokens: (B, T) long. padding_mask: None or bool (B, P + T), passed to every block.
@@ -136,7 +140,8 @@ class GPT(nn.Module):
         logits: (B, T, vocab_size). present_kv: the list of the num_layers blocks' present_kv.
 
     Raises:
-        ValueError: naming the lengths when P + T > max_len.
+        ValueError: when P + T > max_len, with a message that names max_len and the length asked for
+            (P + T, or P and T).
 
     Do not call `torch.nn.TransformerEncoder`, `torch.nn.TransformerDecoder`, `torch.nn.Transformer`:
     each is a whole stack of Transformer blocks.
@@ -190,7 +195,9 @@ def top_k_top_p_filter(logits, top_k=None, top_p=None):
         - top_k keeps the top_k first ranks (all of them when top_k >= V);
         - then top_p keeps rank r iff the total probability of the ranks before r is < top_p,
           the probabilities being torch.softmax of the logits kept by top_k (so rank 0 is always
-          kept, and top_p = 1.0 keeps every token top_k kept).
+          kept); top_p = 1.0 keeps every token top_k kept, in float32 and float64 alike (a
+          cumulative sum of probabilities can round to 1 before the last ranks: for top_p = 1.0,
+          leave the nucleus out).
         None leaves that filter out.
 
     Raises:
@@ -205,7 +212,7 @@ def top_k_top_p_filter(logits, top_k=None, top_p=None):
     keep = torch.ones_like(ranked, dtype=torch.bool)
     if top_k is not None:
         keep &= torch.arange(logits.shape[-1], device=logits.device) < top_k
-    if top_p is not None:
+    if top_p is not None and top_p < 1:  # top_p = 1 keeps all, however the cumulative sum rounds
         probs = torch.softmax(ranked.masked_fill(~keep, float("-inf")), dim=-1)
         keep &= probs.cumsum(dim=-1) - probs < top_p  # the mass before each rank
     keep = keep.scatter(-1, order, keep)  # back from ranks to token ids

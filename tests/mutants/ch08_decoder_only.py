@@ -163,7 +163,7 @@ ranked = logits.gather(-1, order)
 keep = torch.ones_like(ranked, dtype=torch.bool)
 if top_k is not None:
     keep &= torch.arange(logits.shape[-1], device=logits.device) < top_k
-if top_p is not None:
+if top_p is not None and top_p < 1:
     probs = torch.softmax(ranked.masked_fill(~keep, float("-inf")), dim=-1)
     keep &= probs.cumsum(dim=-1) - probs < top_p
 keep = keep.scatter(-1, order, keep)
@@ -303,6 +303,10 @@ WRONG = {
             _RETURN, "return self.W_o(merge_heads(self.dropout(self.attention_weights) @ V)), (K[:, :, P:], V[:, :, P:])"),
         "past_kv_ignored": _attention_forward_with(
             "    K = torch.cat([past_kv[0], K], dim=2)\n    V = torch.cat([past_kv[1], V], dim=2)", "    pass"),
+        "attention_weights_after_dropout": _attention_forward_with(
+            "self.attention_weights = masked_softmax(scores, mask)\n" + _RETURN,
+            "self.attention_weights = self.dropout(masked_softmax(scores, mask))\n"
+            "return self.W_o(merge_heads(self.attention_weights @ V)), (K, V)"),
         "dropout_on_the_output": _attention_forward_with(
             _RETURN, "return self.dropout(self.W_o(merge_heads(self.attention_weights @ V))), (K, V)"),
         "no_w_o": _attention_forward_with(_RETURN, "return merge_heads(self.attention_weights @ V), (K, V)"),
@@ -344,6 +348,15 @@ WRONG = {
             "self.attention(self.ln1(X), padding_mask, past_kv)", "self.attention(self.ln1(X), padding_mask)"),
         "attention_without_dropout": _block(init=_BLOCK_INIT.replace(
             "CausalSelfAttention(d_model, num_heads, dropout)", "CausalSelfAttention(d_model, num_heads)")),
+        "ffn_branch_not_dropped": _block_forward_with(
+            _FFN, "return H + self.dense2(F.gelu(self.dense1(self.ln2(H)))), present_kv"),
+        "dropout_on_the_ffn_hidden_layer": _block_forward_with(
+            _FFN, "return H + self.dense2(self.dropout(F.gelu(self.dense1(self.ln2(H))))), present_kv"),
+        "dropout_on_the_residual_sum": _block(forward="""
+            attended, present_kv = self.attention(self.ln1(X), padding_mask, past_kv)
+            H = self.dropout(X + attended)
+            return self.dropout(H + self.dense2(F.gelu(self.dense1(self.ln2(H))))), present_kv
+            """),
         "no_dropout_anywhere": _block(init=_BLOCK_INIT.replace(
             "CausalSelfAttention(d_model, num_heads, dropout)", "CausalSelfAttention(d_model, num_heads)").replace(
             "nn.Dropout(dropout)", "nn.Dropout(0.0)")),
@@ -375,6 +388,12 @@ WRONG = {
         "length_check_ignores_the_cache": _gpt_forward_with(_LENGTH_CHECK, "if T > self.max_len:"),
         "no_length_check": _gpt_forward_with(
             _LENGTH_CHECK + '\n    raise ValueError(f"{P} cached and {T} new positions exceed max_len = {self.max_len}")\n', ""),
+        "value_error_names_no_length": _gpt_forward_with(
+            'raise ValueError(f"{P} cached and {T} new positions exceed max_len = {self.max_len}")',
+            'raise ValueError("the sequence is longer than the position table")'),
+        "embedding_dropout_never_applied": _gpt_forward_with(
+            "X = self.dropout(self.token_embedding(tokens) + self.position_embedding(positions))",
+            "X = self.token_embedding(tokens) + self.position_embedding(positions)"),
         "lm_head_with_bias": _gpt_init_with(
             "nn.Linear(d_model, vocab_size, bias=False)", "nn.Linear(d_model, vocab_size)"),
         "pytorch_default_initialisation": _gpt_init_with(
@@ -406,6 +425,7 @@ WRONG = {
             'return logits.masked_fill(~keep, float("-inf"))', "return logits.masked_fill(~keep, 0.0)"),
         "filters_in_place": _filter_with(
             'return logits.masked_fill(~keep, float("-inf"))', 'return logits.masked_fill_(~keep, float("-inf"))'),
+        "top_p_1_by_the_running_total": _filter_with("if top_p is not None and top_p < 1:", "if top_p is not None:"),
         "top_p_1_not_allowed": _filter_with("not 0 < top_p <= 1", "not 0 < top_p < 1"),
         "no_checks": _function(FILTER, _FILTER_BODY.replace(_FILTER_CHECKS, "")),
     },
@@ -446,6 +466,11 @@ WRONG = {
             _IS_EOS + "\n                finished.append((tokens, total))\n            else:\n"
                       "                beams.append(tokens)\n                sums.append(total)",
             "            beams.append(tokens)\n            sums.append(total)"),
+        "finished_also_extended": _beam_with(
+            _IS_EOS + "\n                finished.append((tokens, total))\n            else:\n"
+                      "                beams.append(tokens)\n                sums.append(total)",
+            _IS_EOS + "\n                finished.append((tokens, total))\n"
+                      "            beams.append(tokens)\n            sums.append(total)"),
         "finished_dropped": _beam_with(
             "                finished.append((tokens, total))", "                pass"),
         "beam_refilled_to_width": _beam_with(
@@ -611,8 +636,12 @@ CORRECT = {
                 present.append(new_cache)
             return self.lm_head(self.ln_f(X)), present
             """),
-        "apply_init_and_functional_head": _gpt(
+        # ... and a persistent buffer of position ids (a state_dict entry the spec does not name)
+        "apply_init_functional_head_and_position_buffer": _gpt(
             init=_GPT_INIT.replace(
+                "self.position_embedding = nn.Embedding(max_len, d_model)\n",
+                "self.position_embedding = nn.Embedding(max_len, d_model)\n"
+                "self.register_buffer('position_ids', torch.arange(max_len))\n").replace(
                 _GPT_INIT[_GPT_INIT.index("for name, module"):_GPT_INIT.index("if tie_weights:")],
                 "self.num_layers = num_layers\nself.apply(self._init)\n"
                 "for block in self.blocks:\n"
@@ -620,7 +649,8 @@ CORRECT = {
                 "    nn.init.normal_(block.dense2.weight, std=0.02 / math.sqrt(2 * num_layers))\n"),
             forward=_GPT_FORWARD.replace(
                 "return self.lm_head(self.ln_f(X)), present_kv",
-                "return F.linear(self.ln_f(X), self.lm_head.weight), present_kv"),
+                "return F.linear(self.ln_f(X), self.lm_head.weight), present_kv").replace(
+                _POSITIONS, "positions = self.position_ids[P:P + T]"),
         ) + """
     @staticmethod
     def _init(module):
@@ -643,7 +673,7 @@ CORRECT = {
             drop = torch.zeros_like(sorted_logits, dtype=torch.bool)
             if top_k is not None and top_k < V:
                 drop[..., top_k:] = True
-            if top_p is not None:
+            if top_p is not None and top_p != 1.0:
                 probs = torch.softmax(sorted_logits.masked_fill(drop, float("-inf")), dim=-1)
                 mass_before = torch.cat([torch.zeros_like(probs[..., :1]), probs.cumsum(-1)[..., :-1]], dim=-1)
                 drop = drop | (mass_before >= top_p)
@@ -662,7 +692,7 @@ CORRECT = {
                 order = sorted(range(len(values)), key=lambda i: (-values[i], i))
                 if top_k is not None:
                     order = order[:top_k]
-                if top_p is not None:
+                if top_p is not None and top_p < 1:
                     probs = torch.softmax(row[order], dim=-1).tolist()
                     kept, before = [], 0.0
                     for i, p in zip(order, probs):
