@@ -37,7 +37,20 @@ STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).gro
 # The lab's state, as the page shows it. Each notebook is opened in a workspace of its own
 # (/lab/workspaces/<name>/tree/<path>?reset), so the page holds that one notebook.
 PANEL = ".jp-NotebookPanel"
-KERNEL_IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"
+# The kernel's status as the status bar shows it ("Python 3 (ipykernel) | Idle"): the notebook's
+# execution indicator says 'idle' from the moment the page is drawn, before any kernel exists, and
+# a restart pressed then (seconds, on a busy machine) races the kernel's first start and leaves the
+# lab at "Starting" for good.
+KERNEL_STATUS = ("[...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')]"
+                 ".map(e => e.textContent.trim()).find(t => t.includes(' | ')) || ''")
+KERNEL_IDLE = (f"({KERNEL_STATUS}).endsWith(' | Idle')"
+               " && document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'")
+# From now on, remember whether the kernel was seen in another state than idle (restarting,
+# starting, ...): a restart is over when it was, and the kernel is idle again.
+WATCH_RESTART = (f"(() => {{ window.__leftIdle = false; clearInterval(window.__watch);"
+                 f" window.__watch = setInterval(() => {{ if (!({KERNEL_STATUS}).endsWith(' | Idle'))"
+                 " window.__leftIdle = true; }, 50); return true; })()")
+RESTARTED = f"window.__leftIdle === true && {KERNEL_IDLE}"
 PROMPTS = f"[...document.querySelectorAll('{PANEL} .jp-InputArea-prompt')].map(p => p.textContent)"
 # Run All has run: some cell has an execution count, none is waiting or running ([*]).
 RAN = f"({PROMPTS}).some(t => /\\d/.test(t)) && !({PROMPTS}).some(t => t.includes('*'))"
@@ -120,8 +133,9 @@ def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
     # while the lab reconnects to the restarted kernel, when the machine is busy.)
     page.click_until(f"{PANEL} jp-button[data-command='notebook:restart-kernel']", DIALOG_SHOWN,
                      "the restart dialog")
+    page.evaluate(WATCH_RESTART)
     page.click_until(".jp-Dialog .jp-mod-accept", f"!{DIALOG_SHOWN}", "the restart dialog to close")  # "Restart"
-    page.wait_for(KERNEL_IDLE, timeout=180, what="the restarted kernel")
+    page.wait_for(RESTARTED, timeout=180, what="the restarted kernel")
     time.sleep(2)
     page.click_until(".lm-MenuBar-item", RUN_ALL_SHOWN, "the Run menu", text="Run")
     page.click(".lm-Menu-itemLabel", "Run All Cells")
