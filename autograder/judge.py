@@ -7,7 +7,10 @@ or a method of what it returned, runs the student's code over there and brings t
 back as plain data (arrays, tensors, numbers: never pickles). The expected values, the
 comparisons and the verdicts never exist in the student's process, so nothing the
 student's code does there (replacing ``np.allclose``, the checks, the exception display,
-``builtins``, a course name) can change them. The README's "How a submission is graded,
+``builtins``, a course name) can change them. An object of the test's own passed into the
+student's code (a spy) stays here: the student's process gets a proxy, whose calls come back
+as callbacks (:meth:`Link.answer_callback`), so what the object records is out of its reach.
+The README's "How a submission is graded,
 and why it is safe" lists everything that crosses and why it is safe.
 
 Cells that are neither solutions nor tests (instructions, imports, data) run on both
