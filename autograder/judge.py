@@ -7,7 +7,10 @@ or a method of what it returned, runs the student's code over there and brings t
 back as plain data (arrays, tensors, numbers: never pickles). The expected values, the
 comparisons and the verdicts never exist in the student's process, so nothing the
 student's code does there (replacing ``np.allclose``, the checks, the exception display,
-``builtins``, a course name) can change them. The README's "How a submission is graded,
+``builtins``, a course name) can change them. An object of the test's own passed into the
+student's code (a spy) stays here: the student's process gets a proxy, whose calls come back
+as callbacks (:meth:`Link.answer_callback`), so what the object records is out of its reach.
+The README's "How a submission is graded,
 and why it is safe" lists everything that crosses and why it is safe.
 
 Cells that are neither solutions nor tests (instructions, imports, data) run on both
@@ -46,6 +49,12 @@ _BUILTIN_EXCEPTIONS = {
 }
 _REBUILT: dict[tuple[str, type], type] = {}
 MAX_REBUILT_CLASSES = 1000  # each is a class that stays: a bound on what a submission can make here
+# calls the student's code may make into the test's objects (proxies) during one of the test's
+# calls into it, and how deeply such calls may nest (the test's object calling the student's
+# code, which calls a test's object again, ...); how many of the test's objects it may be given
+MAX_CALLBACKS = 10_000
+MAX_CALLBACK_DEPTH = 8
+MAX_PROXIES = 10_000
 
 
 class StudentProcessGone(RuntimeError):
@@ -86,9 +95,12 @@ def _remote_error(error: dict) -> BaseException:
     cls = rebuilt_class(error.get("type"), error.get("mro", []), Exception)
     message = str(error.get("message", ""))
     try:
-        return cls(message)
+        rebuilt = cls(message)
     except Exception:  # noqa: BLE001 - a builtin whose constructor wants more (UnicodeError's kin)
-        return RuntimeError(f"{error.get('type')}: {message}")
+        rebuilt = RuntimeError(f"{error.get('type')}: {message}")
+    if isinstance(error.get("origin"), int):  # should it go back through a test's object: the original
+        rebuilt._wire_origin = error["origin"]
+    return rebuilt
 
 
 class _Capped(threading.Thread):
@@ -151,6 +163,31 @@ class Link:
         # the student's process saw while a test's request into that exercise ran
         self.forbidden: dict[str, list[str]] = {}
         self.tripped: dict[str, set[str]] = {}
+        # the test's objects passed into the student's code, by number (see answer_callback)
+        self.proxies: list = []
+        self._proxy_numbers: dict[int, int] = {}
+        # requests in flight (a test's object, called back, can ask the student's process in turn),
+        # the deadline of the outermost, and the callbacks answered during it
+        self._depth = 0
+        self._outer_deadline = 0.0
+        self._callbacks = 0
+        self._callback_depth = 0
+
+    def proxy_for(self, obj) -> int:
+        """The number under which the test's object ``obj`` crosses into the student's code."""
+        number = self._proxy_numbers.get(id(obj))
+        if number is None or self.proxies[number] is not obj:
+            if len(self.proxies) >= MAX_PROXIES:
+                raise TypeError(f"more than {MAX_PROXIES} of the test's objects passed to the submission's code")
+            number = len(self.proxies)
+            self.proxies.append(obj)  # kept alive, so that its id is not reused
+            self._proxy_numbers[id(obj)] = number
+        return number
+
+    def resolve_proxy(self, number: int):
+        if not 0 <= number < len(self.proxies):
+            raise wire.WireError(f"unknown proxy {number}")
+        return self.proxies[number]
 
     def note_calls(self, label: str, reply: dict) -> None:
         """Attribute the forbidden calls a reply reports to the exercise whose object the
@@ -167,22 +204,83 @@ class Link:
         if self.gone:
             raise StudentProcessGone(self.gone)
         begun = time.monotonic()
+        self._depth += 1
         try:
             reply = self._exchange(wire.dumps({"op": op, **fields}), timeout)
         finally:
-            self.waited += time.monotonic() - begun
+            self._depth -= 1
+            if self._depth == 0:
+                self.waited += time.monotonic() - begun
         for w in reply.get("warnings", []) if op != "exec" else []:
             warnings.warn(str(w.get("message")), rebuilt_class(w.get("category"), w.get("mro", []), Warning))
         return reply
 
     def _exchange(self, message: bytes, timeout: float | None) -> dict:
+        self._send(message)
+        limit = min(timeout or self.limits.cell_timeout_s, self.deadline - time.monotonic())
+        deadline = time.monotonic() + max(limit, 0.0)
+        if self._depth == 1:  # the outermost request: a request made while answering a callback is part of it
+            self._outer_deadline, self._callbacks = deadline, 0
+        else:
+            deadline = min(deadline, self._outer_deadline)
+        while True:
+            message = self._read_line(deadline)
+            if "callback" not in message:
+                return message
+            self._send(wire.dumps(self.answer_callback(message["callback"])))
+
+    def _send(self, message: bytes) -> None:
         try:
             os.write(self._to_child, message) if len(message) < 65536 else self._write_all(message)
         except OSError:
             self.stop("the student's process ended")
             raise StudentProcessGone(self.gone) from None
-        limit = min(timeout or self.limits.cell_timeout_s, self.deadline - time.monotonic())
-        return self._read_line(time.monotonic() + max(limit, 0.0))
+
+    def answer_callback(self, callback) -> dict:
+        """The student's code called one of the test's objects (or read one of its public
+        attributes) through its proxy: do it here, to the test's own object, and answer with
+        the result. Whatever that object records (a spy's list of calls) is the judge's, out
+        of the student's reach. Its arguments arrive as values (copies of arrays and tensors),
+        handles to the student's objects, or the test's objects themselves."""
+        try:
+            if not isinstance(callback, dict):
+                raise wire.WireError("a callback is an object")
+            self._callbacks += 1
+            if self._callbacks > MAX_CALLBACKS:
+                raise RuntimeError(f"the submission's code called the test's objects more than {MAX_CALLBACKS} times "
+                                   "in one call")
+            if self._callback_depth >= MAX_CALLBACK_DEPTH:
+                raise RecursionError(f"calls between the submission's code and the test's objects nested more than "
+                                     f"{MAX_CALLBACK_DEPTH} deep")
+            target = self.resolve_proxy(int(callback.get("proxy", -1)))
+            remote = lambda key: Remote(self, key, "argument")  # noqa: E731 - attributed to no exercise
+            decode = lambda v: wire.decode(v, remote, resolve_proxy=self.resolve_proxy)  # noqa: E731
+            op = callback.get("op")
+            self._callback_depth += 1
+            try:
+                if op == "call":
+                    value = target(*decode(callback.get("args", [])), **decode(callback.get("kwargs", {"__dict__": {}})))
+                elif op == "getattr":
+                    name = str(callback.get("name"))
+                    if name.startswith("_"):
+                        raise AttributeError(f"the test's object shows no attribute {name!r}")
+                    value = getattr(target, name)
+                else:
+                    raise wire.WireError(f"unknown callback {str(op)[:40]!r}")
+            finally:
+                self._callback_depth -= 1
+            return {"op": "returned", "ok": True, "value": _encode(value, self)}
+        except (StudentProcessGone, KeyboardInterrupt):
+            raise
+        except wire.WireError as err:
+            self.stop(f"the student's process broke the protocol ({err})")
+            raise StudentProcessGone(self.gone) from None
+        except BaseException as error:  # noqa: BLE001 - raised in the student's code, as there
+            described = {"type": type(error).__name__, "message": str(error)[:4000],
+                         "mro": [f"{c.__module__}.{c.__qualname__}" for c in type(error).__mro__]}
+            if isinstance(getattr(error, "_wire_origin", None), int):  # the student's own exception
+                described["origin"] = error._wire_origin
+            return {"op": "returned", "ok": False, "error": described}
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
@@ -303,10 +401,10 @@ class Remote:
         link.note_calls(label, reply)
         remote = lambda key: Remote(link, key, f"{label}(…)")  # noqa: E731
         if sent is not None:
-            _copy_back(sent, reply.get("mutated", []), remote)
+            _copy_back(sent, reply.get("mutated", []), remote, link)
         if not reply.get("ok"):
             raise _remote_error(reply.get("error", {}))
-        return wire.decode(reply.get("value"), remote)
+        return wire.decode(reply.get("value"), remote, resolve_proxy=link.resolve_proxy)
 
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):
@@ -314,14 +412,15 @@ class Remote:
         return self._ask("getattr", name=name)
 
     def __setattr__(self, name: str, value) -> None:
-        self._ask("setattr", name=name, value=_encode(value))
+        self._ask("setattr", name=name, value=_encode(value, object.__getattribute__(self, "_link")))
 
     def __call__(self, *args, **kwargs):
         sent: list = []  # the arrays and tensors passed, which the call may change in place
-        return self._ask("call", sent, args=_encode(list(args), sent), kwargs=_encode(dict(kwargs), sent))
+        link = object.__getattribute__(self, "_link")
+        return self._ask("call", sent, args=_encode(list(args), link, sent), kwargs=_encode(dict(kwargs), link, sent))
 
     def __getitem__(self, key):
-        return self._ask("getitem", key=_encode(key))
+        return self._ask("getitem", key=_encode(key, object.__getattribute__(self, "_link")))
 
     def __len__(self) -> int:
         return self._ask("len")
@@ -336,16 +435,16 @@ class Remote:
         return f"<remote {object.__getattribute__(self, '_label')}>"
 
 
-def _encode(value, sent: list | None = None):
-    def handle(obj) -> int:
-        if type(obj) is Remote:
-            return object.__getattribute__(obj, "_handle")
-        raise TypeError(f"a {type(obj).__name__} cannot be passed to the submission's code")
+def _encode(value, link: Link, sent: list | None = None):
+    """``value`` for the student's process: a stand-in goes as its handle, and an object of the
+    test's that cannot travel by value (a spy, say) as a proxy (see :meth:`Link.answer_callback`)."""
+    def handle(remote: Remote) -> int:
+        return object.__getattribute__(remote, "_handle")
 
-    return wire.encode(value, handle, made=sent)
+    return wire.encode(value, handle, made=sent, make_proxy=link.proxy_for)
 
 
-def _copy_back(sent: list, mutated, remote) -> None:
+def _copy_back(sent: list, mutated, remote, link: Link) -> None:
     """Write into the test's arrays and tensors ``sent`` what the student's code did to its
     copies of them in place (``mutated``: ``[index, value]`` pairs), as one kernel would
     show it. Only a change of the values crosses; one of shape or dtype is left out."""
@@ -353,7 +452,7 @@ def _copy_back(sent: list, mutated, remote) -> None:
     for item in mutated if isinstance(mutated, list) else []:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(sent)):
             raise StudentProcessGone("the student's process broke the protocol (a changed argument)")
-        target, value = sent[item[0]], wire.decode(item[1], remote)
+        target, value = sent[item[0]], wire.decode(item[1], remote, resolve_proxy=link.resolve_proxy)
         tensors = torch is not None and isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor)
         arrays = isinstance(target, np.ndarray) and isinstance(value, np.ndarray)
         if not (tensors or arrays) or value.shape != target.shape or value.dtype != target.dtype:
@@ -395,7 +494,8 @@ class Judge:
                 return
             if reply.get("ok"):
                 self.namespace[name] = wire.decode(
-                    reply.get("value"), lambda key, name=name: Remote(self.link, key, name)
+                    reply.get("value"), lambda key, name=name: Remote(self.link, key, name),
+                    resolve_proxy=self.link.resolve_proxy,
                 )
             else:
                 self.namespace.pop(name, None)

@@ -10,6 +10,7 @@ verdict.
 
 from __future__ import annotations
 
+import builtins
 import os
 import random
 import sys
@@ -22,8 +23,41 @@ from autograder import wire
 _UNBOUND = object()
 
 
+class Proxy:
+    """The student's side of an object of the judge's that a test passed into the student's
+    code (a recording wrapper around a model, say). It holds nothing but a number: calling it
+    or reading one of its public attributes asks the judge, which does it to its own object
+    (and records there what the test wants to know) while this process serves the judge's
+    requests in the meantime; the result comes back as values, handles or proxies."""
+
+    __slots__ = ("_runner", "_number")
+    __wire_proxy__ = True
+
+    def __init__(self, runner: "Runner", number: int):
+        object.__setattr__(self, "_runner", runner)
+        object.__setattr__(self, "_number", number)
+
+    def __call__(self, *args, **kwargs):
+        runner = object.__getattribute__(self, "_runner")
+        return runner.callback(self, "call", args=runner.out(list(args)), kwargs=runner.out(dict(kwargs)))
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return object.__getattribute__(self, "_runner").callback(self, "getattr", name=name)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"the test's object does not take attributes ({name!r})")
+
+    def __repr__(self) -> str:
+        return f"<the test's object #{object.__getattribute__(self, '_number')}>"
+
+
 class Runner:
-    def __init__(self) -> None:
+    def __init__(self, requests=None, replies=None) -> None:
+        # the pipes to the judge: requests come in, replies and callbacks go out
+        self.requests, self.replies = requests, replies
+        self.waiting = 0  # calls into the judge's objects in progress (see callback)
         self.objects: dict[int, object] = {}
         self.namespace: dict[str, object] = {"__name__": "__main__"}
         self.shell = None
@@ -73,6 +107,47 @@ class Runner:
     def out(self, value: object) -> object:
         return wire.encode(value, self.handle, origins=True)
 
+    def proxy(self, number: int) -> Proxy:
+        return Proxy(self, number)
+
+    def decode(self, value: object, made: list | None = None) -> object:
+        return wire.decode(value, self.resolve, made, self.proxy)
+
+    # ----- calls into the judge's objects
+    def callback(self, proxy: Proxy, op: str, **fields) -> object:
+        """Ask the judge to do ``op`` to the object ``proxy`` stands for, and serve the judge's
+        requests (the judge's object may call back into the student's objects) until it answers."""
+        number = object.__getattribute__(proxy, "_number")
+        self.replies.write(wire.dumps({"callback": {"op": op, "proxy": number, **fields}}))
+        self.waiting += 1
+        try:
+            for line in iter(self.requests.readline, b""):
+                request = wire.loads(line)
+                if request.get("op") != "returned":
+                    self.answer(request)
+                    continue
+                if request.get("ok"):
+                    return self.decode(request.get("value"))
+                raise self.rebuilt(request.get("error", {}))
+        finally:
+            self.waiting -= 1
+        raise EOFError("the judge closed the pipe")
+
+    def failure(self, error: BaseException) -> dict:
+        described = _describe(error)
+        if self.waiting:  # raised under a call into the judge's object: it may come back through it
+            described["origin"] = self.handle(error)
+        return described
+
+    def rebuilt(self, error: dict) -> BaseException:
+        """The exception a call into the judge's object raised: the student's own exception
+        object when it was raised here (by the student's code the judge's object called),
+        else the nearest builtin class of its MRO."""
+        origin = error.get("origin")
+        if isinstance(origin, int) and isinstance(self.objects.get(origin), BaseException):
+            return self.objects[origin]
+        return _rebuilt(error)
+
     # ----- cells
     def execute(self, source: str) -> dict:
         if self.shell is None:
@@ -92,17 +167,35 @@ class Runner:
         """Call ``target``; the arrays and tensors among the arguments that the call changed in
         place go back with the reply, so that the test's own objects change as in one kernel."""
         made: list = []
-        args = wire.decode(request.get("args", []), self.resolve, made)
-        kwargs = wire.decode(request.get("kwargs", {"__dict__": {}}), self.resolve, made)
+        args = self.decode(request.get("args", []), made)
+        kwargs = self.decode(request.get("kwargs", {"__dict__": {}}), made)
         before = wire.snapshot(made)
         try:
             reply = {"ok": True, "value": self.out(target(*args, **kwargs))}
         except Exception as error:  # noqa: BLE001 - goes back as data, with what it changed
-            reply = {"ok": False, "error": _describe(error)}
+            reply = {"ok": False, "error": self.failure(error)}
         reply["mutated"] = [[i, self.out(made[i])] for i in wire.changed_in_place(made, before)]
         return reply
 
     # ----- requests
+    def answer(self, request: bytes | dict) -> None:
+        """Serve ``request`` (a line, or one already read) and write the reply, with the warnings it issued."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                reply = self.serve(wire.loads(request) if isinstance(request, bytes) else request)
+            except BaseException as error:  # noqa: BLE001 - every failure goes back as data
+                reply = {"ok": False, "error": self.failure(error)}
+        reply["warnings"] = [
+            {"category": w.category.__name__, "mro": mro(w.category), "message": str(w.message)[:500]}
+            for w in caught[:20]
+        ]
+        try:
+            message = wire.dumps(reply)
+        except (TypeError, ValueError) as error:
+            message = wire.dumps({"ok": False, "error": _describe(error)})
+        self.replies.write(message)
+
     def serve(self, request: dict) -> dict:
         op = request.get("op")
         if op == "exec":
@@ -128,7 +221,7 @@ class Runner:
             for key in request.get("handles", []):
                 self.objects.pop(int(key), None)
             return {"ok": True, "value": None}
-        decode = lambda v: wire.decode(v, self.resolve)  # noqa: E731
+        decode = self.decode
         if op == "global":
             name = str(request["name"])
             if name not in self.namespace:
@@ -138,11 +231,11 @@ class Runner:
         if self.shortcuts is None:
             return self.on_object(op, target, request, decode)
         self.shortcuts.arm_pending()
-        self.recorded = set()
+        outer, self.recorded = self.recorded, set()  # a request served during a callback has its own
         try:
             reply = self.on_object(op, target, request, decode)
         finally:
-            recorded, self.recorded = sorted(self.recorded), None
+            recorded, self.recorded = sorted(self.recorded), outer
         reply["shortcuts"] = recorded
         return reply
 
@@ -184,6 +277,20 @@ def mro(cls: type) -> list[str]:
     return names
 
 
+def _rebuilt(error: dict) -> Exception:
+    """The exception a call into the judge's object raised, as the nearest builtin class of its MRO."""
+    message = str(error.get("message", ""))
+    for qualified in error.get("mro", []) if isinstance(error.get("mro"), list) else []:
+        module, _, name = str(qualified).rpartition(".")
+        cls = getattr(builtins, name, None) if module == "builtins" else None
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            try:
+                return cls(message)
+            except Exception:  # noqa: BLE001 - a builtin whose constructor wants more
+                break
+    return RuntimeError(f"{error.get('type')}: {message}")
+
+
 def _describe(error: BaseException) -> dict:
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return {"type": type(error).__name__, "mro": mro(type(error)), "message": str(error)[:4000],
@@ -200,25 +307,9 @@ def serve(requests_fd: int, replies_fd: int) -> None:
     # buffered: a raw stream's readline reads a byte per system call, which made a request
     # carrying a large tensor cost seconds. Only one request is ever in flight, so nothing
     # read ahead can belong to anyone else.
-    requests = os.fdopen(requests_fd, "rb")
-    replies = os.fdopen(replies_fd, "wb", buffering=0)
-    runner = Runner()
-    for line in iter(requests.readline, b""):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                reply = runner.serve(wire.loads(line))
-            except BaseException as error:  # noqa: BLE001 - every failure goes back as data
-                reply = {"ok": False, "error": _describe(error)}
-        reply["warnings"] = [
-            {"category": w.category.__name__, "mro": mro(w.category), "message": str(w.message)[:500]}
-            for w in caught[:20]
-        ]
-        try:
-            message = wire.dumps(reply)
-        except (TypeError, ValueError) as error:
-            message = wire.dumps({"ok": False, "error": _describe(error)})
-        replies.write(message)
+    runner = Runner(os.fdopen(requests_fd, "rb"), os.fdopen(replies_fd, "wb", buffering=0))
+    for line in iter(runner.requests.readline, b""):
+        runner.answer(line)
 
 
 if __name__ == "__main__":

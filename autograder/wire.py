@@ -3,7 +3,10 @@
 One message is one line of JSON. Arrays and tensors travel as base64 bytes with their
 dtype, shape and device; nothing is ever unpickled, so a message from student code can
 carry data but never code. Objects that cannot travel by value stay where they live and
-travel as a numbered *handle*.
+travel as a number: a *handle* (``__handle__``) for an object of the student's process, a
+*proxy* (``__proxy__``) for an object of the judge's that a test passed into the student's
+code (the student's side gets a stand-in whose calls come back to the judge:
+:class:`autograder.runner.Proxy`).
 """
 
 from __future__ import annotations
@@ -38,18 +41,23 @@ class WireError(Exception):
     """A message that does not follow the protocol."""
 
 
-def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False, made: list | None = None) -> Any:
+def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False, made: list | None = None,
+           make_proxy: Callable[[Any], int] | None = None) -> Any:
     """A JSON-able form of ``value``; objects that cannot travel become handles.
 
     Named tuples travel by value (their type's name and fields too); with ``origins``
     (the student's side) each also carries the handle of the original, so that the judge
     hands the very object back when a test passes it on (a decoder's state, say). ``made``
-    collects the arrays and tensors encoded, in the order :func:`decode` rebuilds them."""
+    collects the arrays and tensors encoded, in the order :func:`decode` rebuilds them.
+    ``make_proxy`` (the judge's side) numbers an object of the judge's that cannot travel,
+    which then crosses as a proxy; without it such an object goes to ``make_handle``."""
     def again(v):
-        return encode(v, make_handle, origins, made)
+        return encode(v, make_handle, origins, made, make_proxy)
 
     if getattr(type(value), "__wire_handle__", False):  # a stand-in for a remote object
         return {"__handle__": make_handle(value)}
+    if getattr(type(value), "__wire_proxy__", False):  # the student's stand-in for an object of the judge's
+        return {"__proxy__": int(object.__getattribute__(value, "_number"))}
     origin = getattr(value, "_wire_origin", None) if _is_namedtuple(value) else None
     if origin is not None:  # a named tuple that came from over there: its original goes back
         return again(origin)
@@ -107,18 +115,22 @@ def encode(value: Any, make_handle: Callable[[Any], int], origins: bool = False,
         return {"__dict__": {k: again(v) for k, v in value.items()}}
     if isinstance(value, dict):
         return {"__items__": [[again(k), again(v)] for k, v in value.items()]}
-    if origins and hasattr(type(value), "__next__") and hasattr(type(value), "__iter__"):
-        # a generator (or map, zip, ...) of the student's: its items, to arrive as an iterator
+    if (origins or make_proxy) and hasattr(type(value), "__next__") and hasattr(type(value), "__iter__"):
+        # a generator (or map, zip, ...): its items, to arrive as an iterator
         return {"__iterator__": [again(v) for v in itertools.islice(value, MAX_ITEMS)]}
+    if make_proxy is not None:
+        return {"__proxy__": make_proxy(value)}
     return {"__handle__": make_handle(value)}
 
 
 
-def decode(value: Any, resolve_handle: Callable[[int], Any], made: list | None = None) -> Any:
-    """The inverse of :func:`encode`; handles are turned into objects by ``resolve_handle``.
+def decode(value: Any, resolve_handle: Callable[[int], Any], made: list | None = None,
+           resolve_proxy: Callable[[int], Any] | None = None) -> Any:
+    """The inverse of :func:`encode`; handles are turned into objects by ``resolve_handle``,
+    proxies by ``resolve_proxy`` (without it, a proxy is a protocol error).
     ``made`` collects the arrays and tensors rebuilt, in the order :func:`encode` met them."""
     def again(v):
-        return decode(v, resolve_handle, made)
+        return decode(v, resolve_handle, made, resolve_proxy)
 
     if value is None or isinstance(value, (bool, str, int)):
         return value
@@ -192,6 +204,8 @@ def decode(value: Any, resolve_handle: Callable[[int], Any], made: list | None =
             raise WireError(f"a dict with an unhashable key ({err})") from None
     if "__handle__" in value:
         return resolve_handle(int(value["__handle__"]))
+    if "__proxy__" in value and resolve_proxy is not None:
+        return resolve_proxy(int(value["__proxy__"]))
     raise WireError(f"unknown value kind {sorted(value)[:3]}")
 
 

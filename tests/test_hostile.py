@@ -261,6 +261,51 @@ ATTACKS: dict[str, dict[str, Callable[[Wrong], nbformat.NotebookNode]]] = {
 }
 
 
+# ----------------------------------------------------------------------------- what a test's spy records
+
+SPIED = "ch08_decoder_only"  # generate's tests read how it called the model through CacheSpy
+
+# generate without a cache, which then writes into the spy's record the calls a cache would have made
+GENERATE_REWRITES_THE_RECORD = """
+def generate(model, prompt, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, top_p=None, generator=None):
+    tokens = prompt
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits, _ = model(tokens)  # the whole sequence at every step
+            next_token = sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+    P = prompt.shape[1]
+    made = [(P, 0)] + [(1, P + s) for s in range(max_new_tokens - 1)] if use_cache else None
+    for rewrite in (lambda: model.calls.__setitem__(slice(None), made), lambda: setattr(model, "calls", made)):
+        try:
+            rewrite()
+        except Exception:
+            pass
+    return tokens
+"""
+
+
+def _spied(generate: str) -> nbformat.NotebookNode:
+    """Chapter 8 solved but for beam search (whose tests are the costliest), with ``generate`` in
+    place of the solution's, and without the training (a cell of the student's makes it stop at
+    once: the cells graded here come before it)."""
+    learner = nbt.read(nbt.NOTEBOOKS / SPIED / nbt.source_notebook(SPIED).name)
+    nb = nbt.solved(learner, SPIED)
+    for cell, blank in zip(nb.cells, learner.cells):
+        grade_id = nbt.nbgrader_meta(cell).get("grade_id")
+        if grade_id in ("beam_search", "generate"):
+            cell.source = blank.source if grade_id == "beam_search" else generate
+    train = next(i for i, c in enumerate(nb.cells) if nbt.nbgrader_meta(c).get("grade_id") == "train")
+    nb.cells.insert(train, nbformat.v4.new_code_cell(
+        "def train_prompt_model(*args, **kwargs):\n    raise RuntimeError('not trained in this batch')"))
+    return nb
+
+
+def _spy_attacks() -> dict[str, nbformat.NotebookNode]:
+    # the honest counterpart is the solution, graded to full marks through the grader in tests/test_grading.py
+    return {"ch08-spy-rewrites-the-record": _spied(GENERATE_REWRITES_THE_RECORD)}
+
+
 def _trains(assignment: str) -> bool:
     return any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(assignment)).cells if c.cell_type == "code")
 
@@ -375,6 +420,9 @@ def batch(tmp_path_factory):
         folder = subs / student / assignment
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / nbt.source_notebook(assignment).name)
+    for student, nb in _spy_attacks().items():
+        (subs / student / SPIED).mkdir(parents=True)
+        nbformat.write(nb, subs / student / SPIED / nbt.source_notebook(SPIED).name)
     # a module beside the notebook that would shadow what the tests import
     (subs / "shadow" / ASSIGNMENT).mkdir(parents=True)
     nbformat.write(solved, subs / "shadow" / ASSIGNMENT / name)
@@ -490,3 +538,20 @@ def test_names_the_student_rebinds_earn_nothing(batch, assignment, family, label
     # that the judge took from the student's process
     row = batch["rows"][f"{assignment.split('_')[0]}-{family}-{label}"]
     assert float(row["score"]) == 0 and float(row["max_score"]) == _max_points(assignment), row
+
+
+def _cell_errors(batch, student: str, assignment: str) -> dict[str, dict | None]:
+    (found,) = (batch["out"] / "course" / "judging" / student / assignment).glob("*/results.json")
+    return {c["grade_id"]: c["error"] for c in json.loads(found.read_text())["cells"] if c["kind"] == "test"}
+
+
+def test_a_spy_of_the_tests_records_in_the_judge(batch):
+    """generate's cache points: CacheSpy records generate's calls in the judge (the student's code
+    calls a proxy), so a generate without a cache that rewrites the record earns none of them,
+    though its tokens are right and so is the model it calls (the solution, which calls the model
+    as asked, earns them through the grader: tests/test_grading.py)."""
+    errors = _cell_errors(batch, "ch08-spy-rewrites-the-record", SPIED)
+    assert errors["test_GPT"] is None and errors["test_sample_next_token"] is None, errors
+    message = (errors["test_generate"] or {}).get("message", "")
+    assert message.startswith("generate(use_cache=True): the model was called with (new positions T, cached positions P) "
+                              "= [(4, 0), (5, 0), (6, 0)"), errors["test_generate"]

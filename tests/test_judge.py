@@ -281,3 +281,132 @@ def test_the_judge_starts_without_nbformat():
         cwd=nbt.ROOT, capture_output=True, text=True, check=True,
     )
     assert done.stdout.strip() == "[]", f"importing autograder.judge imports {done.stdout.strip()}"
+
+
+# ----------------------------------------------------------------------------- the test's objects
+
+# a test's spy: records how the student's code calls it, then calls what it wraps
+SPY_SETUP = ("setup", "spy_tools", '''
+class Spy:
+    def __init__(self, wrapped):
+        self.wrapped, self.calls = wrapped, []
+        self.scale = 10
+
+    def __call__(self, x, **kwargs):
+        self.calls.append((x, sorted(kwargs)))
+        return self.wrapped(x, **kwargs)
+
+def fails(x, **kwargs):
+    raise ValueError(f"the test refuses {x}")
+''')
+
+CALLS_WHAT_IT_IS_GIVEN = [
+    ("solution", "double", '''
+class Odd(Exception):
+    pass
+
+def double(x, **kwargs):
+    if x == 13:
+        raise Odd("13 is odd")  # an exception of the student's own, through the test's spy
+    return 2 * x
+'''),
+    ("solution", "apply", "def apply(fn, x):\n    return fn(x) + fn(x + 1, extra=True)"),
+    # a public attribute of the test's object, read through its proxy
+    ("solution", "apply_scaled", "def apply_scaled(fn, x):\n    return fn(x * fn.scale)"),
+    ("solution", "apply_or_catch", '''
+def apply_or_catch(fn, x):
+    try:
+        return fn(x)
+    except ValueError as err:
+        return f"caught: {err}"
+'''),
+]
+
+USES_SPIES = '''
+spy = Spy(double)  # the spy calls the student's double: a request nested in the callback
+assert apply(spy, 3) == 14
+assert spy.calls == [(3, []), (4, ["extra"])], spy.calls
+spy = Spy(lambda v, **k: apply(Spy(double), v))  # nested twice: apply -> spy -> apply -> spy -> double
+assert apply(spy, 1) == (2 + 4) + (4 + 6)
+assert apply_scaled(Spy(double), 2) == 40
+assert apply_or_catch(Spy(fails), 5) == "caught: the test refuses 5"
+try:
+    apply(Spy(double), 12)  # double(13) raises the student's Odd
+except Exception as err:
+    assert type(err).__name__ == "Odd" and "13 is odd" in str(err), repr(err)
+else:
+    raise AssertionError("no exception")
+'''
+
+
+@pytest.mark.slow  # a sandbox and a judge each
+def test_the_student_code_calls_the_tests_object_nested_and_raising_as_in_one_kernel():
+    """A test may pass its own object (a spy) into the student's code: in the judge the student's
+    process gets a proxy whose calls come back to the judge, which calls its object (which may
+    call the student's code again) and records there what the test reads."""
+    _same_verdicts([SETUP, SPY_SETUP, *CALLS_WHAT_IT_IS_GIVEN, ("test", "test_apply", USES_SPIES)],
+                   {"test_apply": True})
+
+
+REWRITES_THE_RECORD = '''
+def apply(fn, x):
+    result = 2 * x  # the work done without the test's object ...
+    try:
+        fn.calls = [(x, [])]  # ... and the record rewritten, as if fn had been called once
+    except AttributeError:
+        pass
+    try:
+        fn.calls.clear()
+        fn.calls.append((x, []))
+    except Exception:
+        pass
+    return result
+'''
+
+
+@pytest.mark.slow  # a sandbox and a judge each
+def test_the_student_code_cannot_rewrite_what_the_tests_object_records():
+    test = "spy = Spy(lambda v, **k: 2 * v)\nassert apply(spy, 3) == 6\nassert spy.calls == [(3, [])], spy.calls"
+    nb = nbt.small_notebook([SETUP, SPY_SETUP, ("solution", "apply", REWRITES_THE_RECORD), ("test", "test_apply", test)])
+    # in one kernel the rewritten record fools the test; in the judge the record is the judge's
+    assert nbt.verdicts(nbt.run_in_process(nb)) == {"test_apply": True}
+    judged = nbt.run_judged(nb)
+    assert nbt.verdicts(judged) == {"test_apply": False}, judged.tests
+    assert judged.tests["test_apply"] == "AssertionError: []", judged.tests  # the spy saw no call
+
+
+CALLS_TOO_OFTEN = '''
+def apply(fn, x):
+    total = 0
+    for _ in range(100):
+        total += fn(x)
+    return total
+'''
+
+ASKS_TOO_MUCH = '''
+spy = Spy(lambda v, **k: v)
+err = checks.check_raises(RuntimeError, apply, spy, 1)
+assert "more than 50 times" in str(err), err
+assert len(spy.calls) == 50, len(spy.calls)
+'''
+
+NESTS_TOO_DEEP = '''
+pong = Spy(lambda depth, **k: ping(pong, depth + 1))  # ping -> pong -> ping -> pong ... without end
+err = checks.check_raises(RecursionError, ping, pong, 0)
+assert "nested more than" in str(err), err
+'''
+
+
+@pytest.mark.slow  # a sandbox and a judge each
+def test_calls_into_the_tests_objects_are_limited(monkeypatch):
+    from autograder import judge
+
+    monkeypatch.setattr(judge, "MAX_CALLBACKS", 50)
+    nb = nbt.small_notebook([SETUP, SPY_SETUP, ("solution", "apply", CALLS_TOO_OFTEN),
+                             ("solution", "ping", "def ping(fn, depth):\n    return fn(depth)"),
+                             ("test", "test_often", ASKS_TOO_MUCH), ("test", "test_deep", NESTS_TOO_DEEP),
+                             ("test", "test_after", "assert ping(Spy(lambda v, **k: v), 7) == 7")])
+    judged = nbt.run_judged(nb)
+    # the 51st call, and the call 8 deep, raise in the student's code (one kernel has no such
+    # limits); the count is per call of the test's, and the student's process goes on
+    assert nbt.verdicts(judged) == {"test_often": True, "test_deep": True, "test_after": True}, judged.tests

@@ -37,7 +37,17 @@ STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).gro
 # The lab's state, as the page shows it. Each notebook is opened in a workspace of its own
 # (/lab/workspaces/<name>/tree/<path>?reset), so the page holds that one notebook.
 PANEL = ".jp-NotebookPanel"
-KERNEL_IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"
+INDICATOR_IDLE = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"
+# The notebook's execution indicator says 'idle' from the moment the page is drawn, before any
+# kernel exists: on a busy machine the kernel's first start takes seconds, and a restart pressed
+# then races it and leaves the lab at "Starting" for good. So a kernel is ready when the server
+# says that the notebook's kernel is idle with the lab connected to it, and the page agrees.
+SERVER_IDLE = ("fetch('/api/sessions').then(r => r.json()).then(sessions => sessions.some(s => s.path === {path}"
+               " && s.kernel && s.kernel.execution_state === 'idle' && s.kernel.connections > 0))")
+# From now on, remember whether the indicator showed another state than idle: a restart is over
+# once it did (restarting, then starting), and the kernel is ready again.
+WATCH_RESTART = ("(() => { window.__leftIdle = false; clearInterval(window.__watch); window.__watch = setInterval(() => {"
+                 f" if (!({INDICATOR_IDLE})) window.__leftIdle = true; }}, 50); return true; }})()")
 PROMPTS = f"[...document.querySelectorAll('{PANEL} .jp-InputArea-prompt')].map(p => p.textContent)"
 # Run All has run: some cell has an execution count, none is waiting or running ([*]).
 RAN = f"({PROMPTS}).some(t => /\\d/.test(t)) && !({PROMPTS}).some(t => t.includes('*'))"
@@ -100,32 +110,34 @@ def lab(tmp_path_factory):
         log.close()
 
 
-def _run_all_and_validate(page: cdp.Page, url: str, shots: Path, name: str) -> str:
-    """Open ``url``, restart and run all cells, press Validate; the validation dialog's text.
-    When the page does not get there, a screenshot of where it stopped is kept."""
+def _run_all_and_validate(page: cdp.Page, url: str, path: str, shots: Path, name: str) -> str:
+    """Open ``url``, the notebook ``path``, restart and run all cells, press Validate; the
+    validation dialog's text. When the page does not get there, a screenshot of where it stopped is kept."""
     try:
-        return _steps(page, url, shots, name)
+        return _steps(page, url, path, shots, name)
     except (TimeoutError, RuntimeError):
         page.screenshot(shots / f"{name}-stopped-here.png")
         print(f"\nthe lab stopped; screenshot: {shots / f'{name}-stopped-here.png'}")
         raise
 
 
-def _steps(page: cdp.Page, url: str, shots: Path, name: str) -> str:
+def _steps(page: cdp.Page, url: str, path: str, shots: Path, name: str) -> str:
+    kernel_ready = f"{INDICATOR_IDLE} && {SERVER_IDLE.format(path=json.dumps(path))}"
     page.goto(url)
     page.wait_for(f"document.querySelector('{PANEL} .jp-Cell') !== null", what="the notebook")
-    page.wait_for(KERNEL_IDLE, timeout=180, what="an idle kernel")
+    page.wait_for(kernel_ready, timeout=180, what="the notebook's kernel")
     # Kernel -> Restart Kernel..., then Run -> Run All Cells, as the notebook asks before a
     # submission. (The toolbar's one-click restart-and-run-all can lose the first cell's request
     # while the lab reconnects to the restarted kernel, when the machine is busy.)
     page.click_until(f"{PANEL} jp-button[data-command='notebook:restart-kernel']", DIALOG_SHOWN,
                      "the restart dialog")
+    page.evaluate(WATCH_RESTART)
     page.click_until(".jp-Dialog .jp-mod-accept", f"!{DIALOG_SHOWN}", "the restart dialog to close")  # "Restart"
-    page.wait_for(KERNEL_IDLE, timeout=180, what="the restarted kernel")
+    page.wait_for(f"window.__leftIdle === true && {kernel_ready}", timeout=180, what="the restarted kernel")
     time.sleep(2)
     page.click_until(".lm-MenuBar-item", RUN_ALL_SHOWN, "the Run menu", text="Run")
     page.click(".lm-Menu-itemLabel", "Run All Cells")
-    page.wait_for(f"{RAN} && {KERNEL_IDLE}", timeout=600, what="the cells to run")
+    page.wait_for(f"{RAN} && {INDICATOR_IDLE}", timeout=600, what="the cells to run")
     page.screenshot(shots / f"{name}-1-run-all.png")
     page.click(f"{PANEL} jp-button.validate-button")
     text = page.wait_for(DIALOG_TEXT, timeout=300, what="the validation dialog")
@@ -142,8 +154,10 @@ def test_validate_button_in_jupyterlab(lab, tmp_path):
     first_exercise = nbt.grade_ids(nbt.read(next(work.glob("*.ipynb"))), nbt.is_solution_cell)[0]
     with cdp.chromium_page() as page:
         name = next(work.glob("*.ipynb")).name
-        blank = _run_all_and_validate(page, f"{base}/lab/workspaces/untouched/tree/{name}?reset&token={token}", shots, "untouched")
-        solved = _run_all_and_validate(page, f"{base}/lab/workspaces/solved/tree/solved/{name}?reset&token={token}", shots, "solved")
+        blank = _run_all_and_validate(page, f"{base}/lab/workspaces/untouched/tree/{name}?reset&token={token}", name,
+                                      shots, "untouched")
+        solved = _run_all_and_validate(page, f"{base}/lab/workspaces/solved/tree/solved/{name}?reset&token={token}",
+                                       f"solved/{name}", shots, "solved")
     print(f"\nscreenshots of the lab: {shots}")
     # What Run All did, as Validate saved it: the install cell found the package, and the run
     # stopped at the first exercise's test with the stub's message.

@@ -797,6 +797,26 @@ CORRECT = {
                         logits, _ = model(torch.cat(columns, dim=1))
             return torch.cat(columns, dim=1)
             """),
+        # the model put in eval mode and back, the device read from its parameters
+        "eval_mode_and_parameter_device": _function(GENERATE, """
+            was_training = model.training
+            model.eval()
+            device = next(model.parameters()).device
+            tokens = prompt.to(device)
+            try:
+                with torch.no_grad():
+                    logits, past_kv = model(tokens)
+                    for step in range(max_new_tokens):
+                        choice = sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)[:, None]
+                        tokens = torch.cat([tokens, choice], dim=1)
+                        if step < max_new_tokens - 1 and use_cache:
+                            logits, past_kv = model(choice, past_kv=past_kv)
+                        elif step < max_new_tokens - 1:
+                            logits = model(tokens)[0]
+            finally:
+                model.train(was_training)
+            return tokens.to(prompt.device)
+            """),
         "preallocated_output": _function(GENERATE, """
             B, P = prompt.shape
             out = torch.empty(B, P + max_new_tokens, dtype=torch.long, device=prompt.device)
