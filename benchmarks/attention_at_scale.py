@@ -4,7 +4,7 @@ The book page of chapter 9 measures these at sizes that take seconds; this runs 
 
 * **memory and time**: causal attention, forward and backward, one head of width 64, one
   sequence, float32, on the CPU with one thread, for ``T`` from 512 to 8192, by chapter 2's plain
-  formula, the reference ``tiled_attention`` (blocks of 128) and ``F.scaled_dot_product_attention``
+  formula, the reference ``TiledAttention`` (blocks of 128) and ``F.scaled_dot_product_attention``
   forced to its ``MATH`` and ``FLASH_ATTENTION`` backends: the largest tensor created (a
   ``TorchDispatchMode`` count, :mod:`attention_course.memory`), the growth of the peak resident
   size (in a forked process), CPU time per query row; on CUDA when present, 16 heads in float16,
@@ -15,7 +15,7 @@ The book page of chapter 9 measures these at sizes that take seconds; this runs 
 
 The measuring code is the page's (``book/figures/ch09.py``), so that the page and this
 benchmark measure the same thing. The last line printed is
-``chapter 9: largest tensor at T=N: plain X MiB, tiled Y MiB``.
+``chapter 9: largest tensor at T=N, as float32: plain X MiB, tiled Y MiB``.
 """
 
 from __future__ import annotations
@@ -43,17 +43,17 @@ KV_HEADS = (4, 2, 1)
 def format_memory(rows: list[dict], device: str = "cpu") -> list[str]:
     """One line per (T, method): the largest tensor (elements and MiB), the peak growth in MiB,
     milliseconds per forward and backward pass and microseconds per query row."""
-    lines = [f"{'device':6s} {'T':>6s}  {'method':18s}{'largest, numbers':>18s}{'MiB':>9s}{'peak MiB':>10s}"
+    lines = [f"{'device':6s} {'T':>6s}  {'method':18s}{'largest, numbers':>18s}{'as f32 MiB':>11s}{'peak MiB':>10s}"
              f"{'ms':>10s}{'us/row':>9s}"]
     for r in rows:
         peak = "n/a" if r.get("peak_mib") is None else f"{r['peak_mib']:.1f}"
         if device == "cpu":
-            lines.append(f"{device:6s} {r['T']:6d}  {r['method']:18s}{r['largest']:18,d}{r['largest_mib']:9.1f}"
+            lines.append(f"{device:6s} {r['T']:6d}  {r['method']:18s}{r['largest']:18,d}{r['largest_mib']:11.1f}"
                          f"{peak:>10s}{1e3 * r['seconds']:10.1f}{r['us_per_row']:9.1f}")
         elif r["ms"] is None:
             lines.append(f"{device:6s} {r['T']:6d}  {r['method']:18s}  out of memory")
         else:
-            lines.append(f"{device:6s} {r['T']:6d}  {r['method']:18s}{'':18s}{'':9s}{peak:>10s}"
+            lines.append(f"{device:6s} {r['T']:6d}  {r['method']:18s}{'':18s}{'':11s}{peak:>10s}"
                          f"{r['ms']:10.2f}{r['us_per_row']:9.2f}")
     return lines
 
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(format_gqa(runs)))
     last = max(sizes)
     by = {r["method"]: r for r in rows if r["T"] == last}
-    print(f"chapter 9: largest tensor at T={last}: plain {by['plain (chapter 2)']['largest_mib']:.1f} MiB, "
+    print(f"chapter 9: largest tensor at T={last}, as float32: plain {by['plain (chapter 2)']['largest_mib']:.1f} MiB, "
           f"tiled {by[f'tiled, blocks {BLOCK}']['largest_mib']:.1f} MiB")
     return 0
 

@@ -34,7 +34,7 @@ def test_quick_chapter_9_benchmark_prints_its_tables_and_last_line():
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
-    assert re.fullmatch(r"chapter 9: largest tensor at T=512: plain 1\.0 MiB, tiled 0\.1 MiB", lines[-1]), lines[-1]
+    assert re.fullmatch(r"chapter 9: largest tensor at T=512, as float32: plain 1\.0 MiB, tiled 0\.1 MiB", lines[-1]), lines[-1]
     # four methods at each of the two lengths, on the CPU
     memory = [line.split() for line in lines if re.match(r"cpu\s+\d+\s+", line)]
     assert [row[1] for row in memory] == ["256"] * 4 + ["512"] * 4, lines

@@ -34,8 +34,9 @@ from attention_course.recipes import DECODER_ONLY
 from attention_course.reference.ch02 import masked_softmax, scaled_dot_product_attention
 from attention_course.reference.ch07 import causal_mask
 from attention_course.reference.ch08 import GPT, generate
-from attention_course.reference.ch09 import (GroupedQueryAttention, online_softmax, online_softmax_update,
-                                             sliding_window_mask, tiled_attention)
+from attention_course.masked_gpt import MaskedGPT
+from attention_course.reference.ch09 import (GroupedQueryAttention, TiledAttention, generate_with_window,
+                                             online_softmax, online_softmax_update, sliding_window_mask)
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas
 
@@ -61,6 +62,7 @@ __all__ = [
     "receptive_field",
     "plot_receptive_field",
     "rolling_slots",
+    "window_generation",
     "draw_tiled_loop",
     "draw_grouped_heads",
 ]
@@ -323,7 +325,7 @@ BLOCK = 128
 #: The ways to compute causal attention that the page measures: name -> f(Q, K, V) -> O.
 METHODS = {
     "plain (chapter 2)": lambda Q, K, V: scaled_dot_product_attention(Q, K, V, causal_mask(Q.shape[-2], Q.device))[0],
-    f"tiled, blocks {BLOCK}": lambda Q, K, V: tiled_attention(Q, K, V, causal=True, block_q=BLOCK, block_k=BLOCK),
+    f"tiled, blocks {BLOCK}": lambda Q, K, V: TiledAttention.apply(Q, K, V, True, BLOCK, BLOCK),
     "SDPA math": _sdpa("MATH"),
     "SDPA flash": _sdpa("FLASH_ATTENTION"),
 }
@@ -343,7 +345,8 @@ def memory_table(sizes=(512, 1024, 2048), d: int = 64, methods=None, repeats: in
     """Causal attention, forward and backward, for one head of width ``d`` and one sequence of
     each length in ``sizes``, float32, on the CPU with one thread, by each of ``methods`` (default
     :data:`METHODS`). Per run: ``largest`` (elements of the largest tensor created, counted by
-    :class:`attention_course.memory.LargestTensor`: views included), ``largest_mib``, ``peak_mib`` (:func:`process_peak_mib`, over the
+    :class:`attention_course.memory.LargestTensor`: views included), ``largest_mib`` (its size
+    in float32, the inputs' dtype; a boolean mask of as many elements takes a quarter), ``peak_mib`` (:func:`process_peak_mib`, over the
     inputs and the incoming gradient, which exist before), ``seconds`` (best of ``repeats``, CPU
     time) and ``us_per_row`` (microseconds per query row). The outputs and gradients of every
     method are checked against the plain formula's."""
@@ -369,7 +372,7 @@ def memory_table(sizes=(512, 1024, 2048), d: int = 64, methods=None, repeats: in
                 seconds = _cpu_seconds(run, repeats)
                 _, seen = largest_tensor(run)
                 peak = process_peak_mib(run)
-                rows.append({"T": T, "method": name, "largest": seen.numel, "largest_mib": seen.nbytes / 2**20,
+                rows.append({"T": T, "method": name, "largest": seen.numel, "largest_mib": 4 * seen.numel / 2**20,
                              "peak_mib": peak, "seconds": seconds, "us_per_row": 1e6 * seconds / T})
     return rows
 
@@ -430,8 +433,7 @@ def gpu_table(sizes=(1024, 4096, 16384), d: int = 64, heads: int = 16, block: in
     if not torch.cuda.is_available():
         return []
     methods = {"SDPA flash": _sdpa("FLASH_ATTENTION"), "SDPA math": _sdpa("MATH"),
-               f"tiled, blocks {block}": lambda Q, K, V: tiled_attention(Q, K, V, causal=True, block_q=block,
-                                                                         block_k=block)}
+               f"tiled, blocks {block}": lambda Q, K, V: TiledAttention.apply(Q, K, V, True, block, block)}
     rows = []
     for T in sizes:
         generator = torch.Generator(device="cuda").manual_seed(0)
@@ -590,6 +592,57 @@ def rolling_slots(length: int, window: int) -> list[list[int]]:
             raise AssertionError(f"at step {t} the cache holds {held}, the window allows {allowed}")
         history.append(list(slots))
     return history
+
+
+class _CacheWatch(nn.Module):
+    """``model`` as it is, recording the cache's length (positions per layer) at every call."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model, self.lengths = model, []
+
+    def forward(self, tokens, attn_mask=None, past_kv=None, positions=None):
+        self.lengths.append(0 if past_kv is None else past_kv[0][0].shape[2])
+        return self.model(tokens, attn_mask=attn_mask, past_kv=past_kv, positions=positions)
+
+
+#: The model of :func:`window_generation`: small, three layers (so that the window's reach grows).
+WINDOW_MODEL = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "d_ff": 64, "num_layers": 3, "max_len": 64}
+
+
+@torch.no_grad()
+def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40, seed: int = 0) -> dict:
+    """Greedy generation by the reference ``generate_with_window`` with a rolling cache, on a randomly
+    initialised :class:`~attention_course.masked_gpt.MaskedGPT` of :data:`WINDOW_MODEL`'s sizes
+    (float64), against (a) the whole sequence run once through the same model under
+    ``sliding_window_mask`` and no cache, and (b) a model that only re-reads the last ``window``
+    tokens at every step (causal mask, their own positions). Returns ``cache_max`` (the most
+    positions per layer the cache passed to the model held), ``same_tokens``/``logit_gap`` (the
+    rolling cache against (a)), and ``reread_gap`` and ``reread_tokens_differ`` (the re-read
+    model's logits against (a), and how many of its tokens differ from the cache's)."""
+    torch.manual_seed(seed)
+    model = MaskedGPT(**WINDOW_MODEL).double().eval()
+    generator = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(WINDOW_MODEL["vocab_size"], (1, prompt_len), generator=generator)
+    watched = _CacheWatch(model)
+    tokens, logits = generate_with_window(watched, prompt, new_tokens, window)
+    T = tokens.shape[1]
+    whole, _ = model(tokens, attn_mask=sliding_window_mask(T, window))
+    whole = whole[:, prompt_len - 1:T - 1]
+    same = bool(torch.equal(whole.argmax(-1), tokens[:, prompt_len:]))
+    def reread(seq, t):  # the next-token logits at position t from the last `window` tokens alone
+        start = max(0, t - window)
+        return model(seq[:, start:t], positions=torch.arange(start, t))[0][:, -1]
+
+    reread_tokens = prompt
+    for t in range(prompt_len, T):
+        reread_tokens = torch.cat([reread_tokens, reread(reread_tokens, t).argmax(-1, keepdim=True)], dim=1)
+    # on the cache's own tokens, the re-read logits against the whole-sequence reference
+    gap = max(float((reread(tokens, t) - whole[:, t - prompt_len]).abs().max()) for t in range(prompt_len, T))
+    return {"cache_max": max(watched.lengths), "calls": len(watched.lengths), "same_tokens": same,
+            "logit_gap": float((logits - whole).abs().max()), "reread_gap": gap,
+            "reread_tokens_differ": int((reread_tokens[:, prompt_len:] != tokens[:, prompt_len:]).sum()),
+            "new_tokens": new_tokens, "window": window, "layers": WINDOW_MODEL["num_layers"]}
 
 
 # --------------------------------------------------------------------------------------
