@@ -136,13 +136,11 @@ def where_the_time_goes(T: int = 2048, d: int = 64, repeats: int = 3) -> list[di
     """Chapter 2's formula with a causal mask, one head of width ``d``, one sequence of ``T``,
     timed stage by stage on one CPU thread (best of ``repeats``, CPU time): the scores
     ``Q K^T / sqrt(d)``, the masked softmax (chapter 2's ``masked_softmax``), and ``weights V``.
-    Checked against the whole formula. Returns one dict per stage: ``stage``, ``seconds``,
-    ``flops`` (floating-point operations: ``2 T^2 d`` per product; the softmax's counted as
-    five per entry: compare, subtract, exponentiate, add, divide) and ``matrix_bytes`` (the
-    bytes of ``T x T`` tensors the stage reads and writes)."""
+    Checked against the whole formula. Returns one dict per stage: ``stage``, ``seconds`` and
+    ``flops`` (floating-point operations: ``2 T^2 d`` per product and ``T^2`` for the scaling; the
+    softmax's counted as five per entry: compare, subtract, exponentiate, add, divide)."""
     Q, K, V = _inputs(T, d)
     mask = causal_mask(T)
-    entry = 4 * T * T  # bytes of one float32 T x T matrix
     with _one_thread():
         scores = Q @ K.transpose(-2, -1) / math.sqrt(d)
         weights = masked_softmax(scores, mask)
@@ -152,11 +150,11 @@ def where_the_time_goes(T: int = 2048, d: int = 64, repeats: int = 3) -> list[di
             raise AssertionError("the stages do not add up to chapter 2's formula")
         return [
             {"stage": "scores Q K^T / sqrt(d)", "seconds": _cpu_seconds(lambda: Q @ K.transpose(-2, -1) / math.sqrt(d), repeats),
-             "flops": 2 * T * T * d + T * T, "matrix_bytes": 2 * entry},  # the product written, then scaled
+             "flops": 2 * T * T * d + T * T},
             {"stage": "masked softmax", "seconds": _cpu_seconds(lambda: masked_softmax(scores, mask), repeats),
-             "flops": 5 * T * T, "matrix_bytes": 4 * entry + T * T},  # reads, masked copy, weights; the bool mask
+             "flops": 5 * T * T},
             {"stage": "weights V", "seconds": _cpu_seconds(lambda: weights @ V, repeats),
-             "flops": 2 * T * T * d, "matrix_bytes": entry},
+             "flops": 2 * T * T * d},
         ]
 
 
@@ -174,8 +172,7 @@ def describe_time(rows: list[dict]) -> str:
     return (f"the softmax does {soft['flops'] / total_f:.1%} of the arithmetic and takes "
             f"{soft['seconds'] / total_s:.0%} of the time\n"
             f"the two products run at {rate:.1f} GFLOP/s, the softmax at {soft_rate:.2f}: "
-            f"{rate / soft_rate:.0f} times slower per operation\n"
-            f"the three stages move {sum(r['matrix_bytes'] for r in rows) / 2**20:.0f} MiB of T x T tensors")
+            f"{rate / soft_rate:.0f} times slower per operation")
 
 
 # --------------------------------------------------------------------------------------
