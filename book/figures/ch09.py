@@ -423,8 +423,8 @@ def describe_memory(rows: list[dict], d: int = 64, block: int = BLOCK) -> str:
 
 def gpu_table(sizes=(1024, 4096, 16384), d: int = 64, heads: int = 16, block: int = 128, repeats: int = 5) -> list[dict]:
     """On CUDA: causal attention, forward and backward, ``heads`` heads of width ``d``, one
-    sequence, float16 for PyTorch's flash and math backends and the tiled pass (float32 tiles
-    would be unfair to none: the flash kernel takes half precision only). Per run: ``peak_mib``
+    sequence, in float16 for all three (PyTorch's flash kernel takes half precision only), by the
+    flash and math backends and the reference ``TiledAttention``. Per run: ``peak_mib``
     (``torch.cuda.max_memory_allocated`` over what was allocated before), ``ms`` (median of
     ``repeats``, CUDA events) and ``us_per_row``. An empty list without CUDA."""
     if not torch.cuda.is_available():
