@@ -78,17 +78,22 @@ def main(argv: list[str] | None = None) -> int:
         "Chapter 9: peak memory and time of tiled attention against the plain formula and PyTorch's kernels, "
         "and grouped-query attention's cache and held-out accuracy."))
     parser.add_argument("--quick", action="store_true", help="a smoke run: small sizes, a short training, one seed")
+    parser.add_argument("--part", choices=["all", "memory", "gqa"], default="all",
+                        help="memory: the memory and time tables only; gqa: the grouped-query training only")
     args = parser.parse_args(argv)
     import torch
 
     sizes = (256, 512) if args.quick else SIZES
-    rows = memory_table(sizes=sizes, repeats=1 if args.quick else 2)
-    print("chapter 9: causal attention, forward + backward, one head of width 64, float32, one CPU thread")
-    print("\n".join(format_memory(rows)))
-    if torch.cuda.is_available():
-        gpu = gpu_table(sizes=(256, 512) if args.quick else GPU_SIZES, repeats=2 if args.quick else 5)
-        print(f"chapter 9 on {torch.cuda.get_device_name()}: 16 heads of width 64, float16")
-        print("\n".join(format_memory(gpu, "cuda")))
+    if args.part in ("all", "memory"):
+        rows = memory_table(sizes=sizes, repeats=1 if args.quick else 2)
+        print("chapter 9: causal attention, forward + backward, one head of width 64, float32, one CPU thread")
+        print("\n".join(format_memory(rows)))
+        if torch.cuda.is_available():
+            gpu = gpu_table(sizes=(256, 512) if args.quick else GPU_SIZES, repeats=2 if args.quick else 5)
+            print(f"chapter 9 on {torch.cuda.get_device_name()}: 16 heads of width 64, float16")
+            print("\n".join(format_memory(gpu, "cuda")))
+    if args.part == "memory":
+        return 0
     task = make_prompt_task(make_date_task(seed=0))
     steps = 20 if args.quick else DECODER_ONLY.training["num_steps"]
     seeds = SEEDS[:1] if args.quick else SEEDS
@@ -96,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chapter 9: chapter 8's GPT with fewer key-value heads, {steps} training steps (chapter 8's recipe), "
           f"held-out exact match on {len(task.test)} dates")
     print("\n".join(format_gqa(runs)))
+    if args.part == "gqa":
+        return 0
     last = max(sizes)
     by = {r["method"]: r for r in rows if r["T"] == last}
     print(f"chapter 9: largest tensor at T={last}, as float32: plain {by['plain (chapter 2)']['largest_mib']:.1f} MiB, "

@@ -56,6 +56,7 @@ __all__ = [
     "describe_memory",
     "gpu_table",
     "cache_bytes_per_token",
+    "PUBLISHED",
     "make_gqa_gpt",
     "gqa_comparison",
     "describe_gqa",
@@ -80,12 +81,12 @@ def matrix_bytes(T: int, bytes_per_number: int = 4, batch: int = 1, heads: int =
 
 #: What each of ``torch.nn.attention.SDPBackend``'s members is, in the page's words.
 SDPA_BACKENDS = {
-    "FLASH_ATTENTION": "FlashAttention-2's tiled kernel (on CUDA; PyTorch also has a tiled CPU kernel under this name)",
-    "EFFICIENT_ATTENTION": "the memory-efficient kernel of xFormers (Rabe and Staats's chunking; CUDA)",
-    "CUDNN_ATTENTION": "NVIDIA cuDNN's fused attention (CUDA, recent GPUs)",
-    "MATH": "the plain formula in PyTorch operations: the T x T matrix, any device",
-    "OVERRIDEABLE": "a slot for a device added by a plug-in (PrivateUse1), not a kernel of its own",
-    "ERROR": "not a backend: what the dispatcher reports when no backend fits",
+    "FLASH_ATTENTION": "FlashAttention-2's kernel (CUDA); a tiled CPU one",
+    "EFFICIENT_ATTENTION": "xFormers' memory-efficient tiled kernel (CUDA)",
+    "CUDNN_ATTENTION": "NVIDIA cuDNN's fused attention (CUDA)",
+    "MATH": "the plain formula in PyTorch operations, any device",
+    "OVERRIDEABLE": "a slot for a plug-in device's own (PrivateUse1)",
+    "ERROR": "not a backend: no backend fits the inputs",
 }
 
 
@@ -171,8 +172,8 @@ def describe_time(rows: list[dict]) -> str:
         raise AssertionError("the softmax's share of the time is not far above its share of the arithmetic")
     return (f"the softmax does {soft['flops'] / total_f:.1%} of the arithmetic and takes "
             f"{soft['seconds'] / total_s:.0%} of the time\n"
-            f"the two products run at {rate:.1f} GFLOP/s, the softmax at {soft_rate:.2f}: "
-            f"{rate / soft_rate:.0f} times slower per operation")
+            f"the two products run at {rate:.1f} GFLOP/s, the softmax at {soft_rate:.2f}:\n"
+            f"  {rate / soft_rate:.0f} times slower per operation")
 
 
 # --------------------------------------------------------------------------------------
@@ -415,9 +416,9 @@ def describe_memory(rows: list[dict], d: int = 64, block: int = BLOCK) -> str:
         lines.append(f"  peak memory at T = {last}: plain {by[last, plain]['peak_mib']:.0f} MiB, "
                      f"tiled {by[last, tiled]['peak_mib']:.1f} MiB")
     lines.append(f"  time per query row: plain x{ratio(plain, 'us_per_row'):.1f}, tiled x{ratio(tiled, 'us_per_row'):.1f}")
-    lines.append(f"  at T = {last} the tiled pass takes {by[last, tiled]['seconds'] / by[last, plain]['seconds']:.1f} "
-                 f"times the plain formula's time, PyTorch's flash kernel "
-                 f"{by[last, 'SDPA flash']['seconds'] / by[last, plain]['seconds']:.2f} times")
+    lines.append(f"  time at T = {last}, against the plain formula's: tiled "
+                 f"x{by[last, tiled]['seconds'] / by[last, plain]['seconds']:.2f}, "
+                 f"PyTorch's flash kernel x{by[last, 'SDPA flash']['seconds'] / by[last, plain]['seconds']:.2f}")
     return "\n".join(lines)
 
 
@@ -475,6 +476,11 @@ def cache_bytes_per_token(num_layers: int, num_kv_heads: int, d_head: int, bytes
     return 2 * num_layers * num_kv_heads * d_head * bytes_per_number
 
 
+#: Published models with grouped-query attention: name -> (layers, query heads, key-value heads,
+#: head width). Llama 2 70B (Touvron et al., 2023); Mistral 7B (Jiang et al., 2023).
+PUBLISHED = {"Llama 2 70B": (80, 64, 8, 128), "Mistral 7B": (32, 32, 8, 128)}
+
+
 def make_gqa_gpt(task: PromptTask, num_kv_heads: int, seed: int = 0) -> GPT:
     """Chapter 8's GPT for the prompts of ``task`` (:func:`figures.ch08.make_date_gpt`'s sizes),
     drawn after ``torch.manual_seed(seed)``, with every block's attention replaced by the
@@ -527,12 +533,14 @@ def describe_gqa(rows: list[dict]) -> str:
     best = max(rows, key=lambda r: r["accuracy"])
     spread = 100 * (max(r["accuracy"] for r in rows) - min(r["accuracy"] for r in rows))
     drop = 100 * (full["accuracy"] - least["accuracy"])
-    verdict = (f"{least['kv_heads']} key-value head(s) scored " + (f"as {full['kv_heads']} did" if drop == 0 else
-               f"{abs(drop):.1f} points {'below' if drop > 0 else 'above'} {full['kv_heads']}"))
-    return (f"{least['kv_heads']} key-value head(s) cache {full['cache_bytes'] // least['cache_bytes']} times less "
-            f"than {full['kv_heads']}, with {full['parameters'] - least['parameters']:,} fewer parameters\n"
-            f"{verdict}; the best: {best['kv_heads']} key-value head(s), {best['accuracy']:.1%}; "
-            f"all {len(rows)} lie within {spread:.1f} points\n"
+    few, many = f"{least['kv_heads']} key-value head(s)", f"{full['kv_heads']}"
+    verdict = (f"{few} scored " + (f"as {many} did" if drop == 0 else
+               f"{abs(drop):.1f} points {'below' if drop > 0 else 'above'} {many}"))
+    return (f"{few}: a cache {full['cache_bytes'] // least['cache_bytes']} times smaller than {many}'s,\n"
+            f"  {full['parameters'] - least['parameters']:,} fewer parameters\n"
+            f"{verdict}\n"
+            f"the best: {best['kv_heads']} key-value head(s), {best['accuracy']:.1%}; "
+            f"all {len(rows)} within {spread:.1f} points\n"
             f"validation loss from {min(r['valid_loss'] for r in rows):.3f} to {max(r['valid_loss'] for r in rows):.3f}")
 
 
@@ -636,8 +644,15 @@ def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40
         reread_tokens = torch.cat([reread_tokens, reread(reread_tokens, t).argmax(-1, keepdim=True)], dim=1)
     # on the cache's own tokens, the re-read logits against the whole-sequence reference
     gap = max(float((reread(tokens, t) - whole[:, t - prompt_len]).abs().max()) for t in range(prompt_len, T))
+    logit_gap = float((logits - whole).abs().max())
+    # what the page says: the rolling cache is the whole sequence's computation, the re-read is not
+    if not same or logit_gap > 1e-9 or max(watched.lengths) >= window:
+        raise AssertionError(f"the rolling cache differs from the whole sequence (logits {logit_gap:.1e}) "
+                             f"or held {max(watched.lengths)} positions")
+    if gap < 1e-6:
+        raise AssertionError("re-reading the last window of tokens gave the whole sequence's logits")
     return {"cache_max": max(watched.lengths), "calls": len(watched.lengths), "same_tokens": same,
-            "logit_gap": float((logits - whole).abs().max()), "reread_gap": gap,
+            "logit_gap": logit_gap, "reread_gap": gap,
             "reread_tokens_differ": int((reread_tokens[:, prompt_len:] != tokens[:, prompt_len:]).sum()),
             "new_tokens": new_tokens, "window": window, "layers": WINDOW_MODEL["num_layers"]}
 
