@@ -416,8 +416,8 @@ def describe_memory(rows: list[dict], d: int = 64, block: int = BLOCK) -> str:
         lines.append(f"  peak memory at T = {last}: plain {by[last, plain]['peak_mib']:.0f} MiB, "
                      f"tiled {by[last, tiled]['peak_mib']:.1f} MiB")
     lines.append(f"  time per query row: plain x{ratio(plain, 'us_per_row'):.1f}, tiled x{ratio(tiled, 'us_per_row'):.1f}")
-    lines.append(f"  time at T = {last}, against the plain formula's: tiled "
-                 f"x{by[last, tiled]['seconds'] / by[last, plain]['seconds']:.2f}, "
+    lines.append(f"  time at T = {last}, against the plain formula's:\n"
+                 f"    tiled x{by[last, tiled]['seconds'] / by[last, plain]['seconds']:.2f}, "
                  f"PyTorch's flash kernel x{by[last, 'SDPA flash']['seconds'] / by[last, plain]['seconds']:.2f}")
     return "\n".join(lines)
 
