@@ -40,6 +40,12 @@ class LargestTensor(TorchDispatchMode):
         self.largest = Largest(0, (), "", 0, "")
         self.count = 0
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # nothing here is compiled: without this, PyTorch wraps __torch_dispatch__ to keep its compiler
+        # out, and that wrapper imports the compiler (about a CPU-second) on the first operation
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for tensor in tree_flatten(out)[0]:
