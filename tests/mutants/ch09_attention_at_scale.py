@@ -40,12 +40,12 @@ def _changed(name: str, *pairs: str) -> str:
 _RESCALED = "running_sum * torch.exp(running_max - shift)"
 
 _UPDATE_WRONG = {
-    "no_rescale_when_the_max_moves": _changed("online_softmax_update", _RESCALED, "running_sum"),
+    "no_rescale_when_the_max_moves": _changed("update_online_softmax", _RESCALED, "running_sum"),
     "nan_on_rows_of_minus_inf": _changed(
-        "online_softmax_update",
+        "update_online_softmax",
         'shift = torch.where(new_max == float("-inf"), torch.zeros_like(new_max), new_max)', "shift = new_max"),
-    "max_over_the_wrong_axis": _changed("online_softmax_update", "block.amax(dim=-1)", "block.amax(dim=0)"),
-    "sum_not_exponentiated": _changed("online_softmax_update", "torch.exp(block - shift[..., None]).sum(dim=-1)",
+    "max_over_the_wrong_axis": _changed("update_online_softmax", "block.amax(dim=-1)", "block.amax(dim=0)"),
+    "sum_not_exponentiated": _changed("update_online_softmax", "torch.exp(block - shift[..., None]).sum(dim=-1)",
                                       "(block - shift[..., None]).sum(dim=-1)"),
 }
 
@@ -204,7 +204,7 @@ _GENERATE_WRONG = {
 }
 
 WRONG = {
-    "online_softmax_update": _UPDATE_WRONG,
+    "update_online_softmax": _UPDATE_WRONG,
     "online_softmax": _SOFTMAX_WRONG,
     "tiled_attention_forward": _FORWARD_WRONG,
     "tiled_attention_backward": _BACKWARD_WRONG,
@@ -352,7 +352,7 @@ _GENERATE_NARROW = '''def generate_with_window(model, prompt, max_new_tokens, wi
         position += 1
 '''
 
-_UPDATE_NAN_TO_NUM = '''def online_softmax_update(running_max, running_sum, block):
+_UPDATE_NAN_TO_NUM = '''def update_online_softmax(running_max, running_sum, block):
     new_max = torch.max(running_max, torch.max(block, dim=-1).values)
     # exp(-inf - (-inf)) is NaN exactly where a row has seen only -inf: its sum is 0 there
     old = torch.nan_to_num(torch.exp(running_max - new_max), nan=0.0)
@@ -363,7 +363,7 @@ _UPDATE_NAN_TO_NUM = '''def online_softmax_update(running_max, running_sum, bloc
 _SOFTMAX_DIVIDED = '''def online_softmax(x, block_size):
     state = (torch.full_like(x[..., 0], float("-inf")), torch.zeros_like(x[..., 0]))
     for block in torch.split(x, block_size, dim=-1):
-        state = online_softmax_update(*state, block)
+        state = update_online_softmax(*state, block)
     m, s = state
     empty = s == 0
     safe_m = torch.where(empty, torch.zeros_like(m), m)
@@ -372,7 +372,7 @@ _SOFTMAX_DIVIDED = '''def online_softmax(x, block_size):
 '''
 
 CORRECT = {
-    "online_softmax_update": {"nan_to_num": _UPDATE_NAN_TO_NUM},
+    "update_online_softmax": {"nan_to_num": _UPDATE_NAN_TO_NUM},
     "online_softmax": {"split_and_divide": _SOFTMAX_DIVIDED},
     "tiled_attention_forward": {"key_blocks_outside_einsum": _FORWARD_KEYS_OUTSIDE},
     "tiled_attention_backward": {"query_blocks_outside_matmul": _BACKWARD_QUERIES_OUTSIDE},
