@@ -85,9 +85,13 @@ bench-coordinator: $(STAMP) system
 # The course's Transformer against torch.nn.Transformer configured the same, on the same
 # batches: ms per training step, tokens/s, peak memory, seconds to 95 % held-out exact
 # match; on the CPU (one thread) and on CUDA when present; then chapter 8's GPT generating with
-# and without its key-value cache, beside a twin of PyTorch's layers. Last line: the step-time ratio.
+# and without its key-value cache, beside a twin of PyTorch's layers (its last line: the step-time
+# ratio). Then chapter 9: peak memory and time of tiled attention against the plain formula and
+# PyTorch's flash and math kernels for T up to 8k (and on CUDA when present), and chapter 8's GPT
+# with 4, 2 and 1 key-value heads: cache bytes per token and held-out exact match over 3 seeds.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.transformer
+	$(BIN)/python -m benchmarks.attention_at_scale
 
 # The chapters' graded trainings: the reference solution trained from its recipe
 # (attention_course/recipes.py) on one CPU thread for seeds 0, 1, 2: CPU seconds and the

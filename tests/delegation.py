@@ -175,6 +175,13 @@ SHORTCUT_ARGS = {
     "torch.nn.TransformerDecoderLayer": "(4, 2, 8)",
     "torch.nn.TransformerDecoder": "(torch.nn.TransformerDecoderLayer(4, 2, 8), 1)",
     "torch.nn.Transformer": "(4, 2, 1, 1, 8, batch_first=True)",
+    "torch.logsumexp": "(torch.ones(2), 0)",
+    "torch.special.logsumexp": "(torch.ones(2), 0)",
+    "torch.nn.functional.softmax": "(torch.ones(2), 0)",
+    "torch.Tensor.softmax": "(torch.ones(2), 0)",
+    "torch.log_softmax": "(torch.ones(2), 0)",
+    "torch.nn.functional.log_softmax": "(torch.ones(2), 0)",
+    "torch.Tensor.backward": "(torch.ones(1, requires_grad=True).sum())",
 }
 
 
@@ -242,8 +249,9 @@ def _with_call(source: str, name: str, prelude: str, call: str) -> str:
     ``call`` made first thing in the function's body (a class: in ``__init__``)."""
     tree = ast.parse(source)
     node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
-    if isinstance(node, ast.ClassDef):
-        node = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    if isinstance(node, ast.ClassDef):  # in __init__; a class without one (a torch.autograd.Function): its first method
+        methods = [n for n in node.body if isinstance(n, ast.FunctionDef)]
+        node = next((n for n in methods if n.name == "__init__"), methods[0])
     body = node.body
     first = body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
     lines = source.split("\n")

@@ -27,3 +27,17 @@ def test_bench_rejects_a_bad_step_count():
     done = subprocess.run([sys.executable, "-m", "benchmarks.transformer", "--steps", "0"], cwd=nbt.ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "steps" in done.stderr
+
+
+def test_quick_chapter_9_benchmark_prints_its_tables_and_last_line():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.attention_at_scale", "--quick"], cwd=nbt.ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert re.fullmatch(r"chapter 9: largest tensor at T=512, as float32: plain 1\.0 MiB, tiled 0\.1 MiB", lines[-1]), lines[-1]
+    # four methods at each of the two lengths, on the CPU
+    memory = [line.split() for line in lines if re.match(r"cpu\s+\d+\s+", line)]
+    assert [row[1] for row in memory] == ["256"] * 4 + ["512"] * 4, lines
+    # one row per number of key-value heads, the cache shrinking with them
+    gqa = [line.split() for line in lines if re.match(r"\s+[421]\s+[\d,]+\s+[\d,]+\s+[\d.]+%", line)]
+    assert [(row[0], row[1]) for row in gqa] == [("4", "1,024"), ("2", "512"), ("1", "256")], lines

@@ -772,7 +772,7 @@ def picture_text(name: str, doc: str | None = None) -> tuple[float, bool]:
 def test_the_chapters_draw_the_architecture_pictures():
     drawn = {name for names in diagram_docs().values() for name in names}
     wanted = {"draw_bahdanau", "draw_multihead", "draw_encoder", "draw_transformer", "draw_teacher_forcing",
-              "draw_decoder_only", "draw_kv_cache"}
+              "draw_decoder_only", "draw_kv_cache", "draw_tiled_loop", "draw_grouped_heads"}
     assert wanted <= drawn, f"pictures no chapter page draws: {sorted(wanted - drawn)}"
 
 

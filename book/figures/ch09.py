@@ -1,0 +1,758 @@
+"""Figures and measurements of chapter 9's book page, *Attention at scale*.
+
+The layers are in :mod:`attention_course.reference.ch09` (generated from the chapter's solution
+notebook) and the plain formula is chapter 2's; this module only uses them: it sizes the
+``T x T`` matrix, times the plain formula stage by stage, works the online softmax through on
+five numbers (checking the page's hand-computed values, so that a slip in the page's
+arithmetic stops the build), measures the memory and the time of the tiled forward and
+backward passes against the plain formula and PyTorch's fused kernels, trains chapter 8's
+model with fewer key-value heads, follows a sliding window through the layers, and draws the
+tiled loop and the grouped heads. ``benchmarks/attention_at_scale.py`` (``make bench``)
+runs the same measurements at larger sizes.
+Conventions are the course's: batch first, boolean masks with ``True`` = may attend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import math
+import os
+import sys
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from matplotlib.patches import Rectangle
+from torch import nn
+
+from attention_course.memory import largest_tensor
+from attention_course.prompts import PromptTask, complete_prompts, train_prompt_model
+from attention_course.recipes import DECODER_ONLY
+from attention_course.reference.ch02 import masked_softmax, scaled_dot_product_attention
+from attention_course.reference.ch07 import causal_mask
+from attention_course.reference.ch08 import GPT, generate
+from attention_course.masked_gpt import MaskedGPT
+from attention_course.reference.ch09 import (GroupedQueryAttention, TiledAttention, generate_with_window,
+                                             online_softmax, online_softmax_update, sliding_window_mask)
+from attention_course.seq2seq import exact_match
+from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas
+
+__all__ = [
+    "matrix_bytes",
+    "SDPA_BACKENDS",
+    "sdpa_backends",
+    "where_the_time_goes",
+    "describe_time",
+    "FIVE",
+    "online_softmax_steps",
+    "tile_counts",
+    "process_peak_mib",
+    "METHODS",
+    "memory_table",
+    "largest_by_rule",
+    "describe_memory",
+    "gpu_table",
+    "cache_bytes_per_token",
+    "PUBLISHED",
+    "make_gqa_gpt",
+    "gqa_comparison",
+    "describe_gqa",
+    "receptive_field",
+    "plot_receptive_field",
+    "rolling_slots",
+    "window_generation",
+    "draw_tiled_loop",
+    "draw_grouped_heads",
+]
+
+# --------------------------------------------------------------------------------------
+# The T x T matrix: its size, and where the time of the plain formula goes
+# --------------------------------------------------------------------------------------
+
+
+def matrix_bytes(T: int, bytes_per_number: int = 4, batch: int = 1, heads: int = 1) -> int:
+    """Bytes of one ``T x T`` matrix of scores (or weights) per head and sequence, times
+    ``batch * heads``."""
+    return T * T * bytes_per_number * batch * heads
+
+
+#: What each of ``torch.nn.attention.SDPBackend``'s members is, in the page's words.
+SDPA_BACKENDS = {
+    "FLASH_ATTENTION": "FlashAttention-2's kernel (CUDA); a tiled CPU one",
+    "EFFICIENT_ATTENTION": "xFormers' memory-efficient tiled kernel (CUDA)",
+    "CUDNN_ATTENTION": "NVIDIA cuDNN's fused attention (CUDA)",
+    "MATH": "the plain formula in PyTorch operations, any device",
+    "OVERRIDEABLE": "a slot for a plug-in device's own (PrivateUse1)",
+    "ERROR": "not a backend: no backend fits the inputs",
+}
+
+
+def sdpa_backends() -> dict[str, str]:
+    """The members of the installed PyTorch's ``torch.nn.attention.SDPBackend`` with the page's
+    description of each; a member the page does not describe stops the build (a newer PyTorch
+    added a backend the page must name)."""
+    from torch.nn.attention import SDPBackend
+
+    names = list(SDPBackend.__members__)
+    unknown = [n for n in names if n not in SDPA_BACKENDS]
+    if unknown:
+        raise AssertionError(f"this PyTorch has SDPA backends the page does not describe: {unknown}")
+    return {name: SDPA_BACKENDS[name] for name in names}
+
+
+@contextlib.contextmanager
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _cpu_seconds(fn, repeats: int) -> float:
+    """The best of ``repeats`` runs of ``fn()``, in CPU seconds of this process (the work, not
+    the waiting on a shared machine)."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _inputs(T: int, d: int = 64, seed: int = 0, requires_grad: bool = False, device="cpu"):
+    generator = torch.Generator().manual_seed(seed)
+    # (B, h, T, d) = (1, 1, T, d): PyTorch's fused kernels take 4-D tensors only
+    Q, K, V = (torch.randn(1, 1, T, d, generator=generator).to(device).requires_grad_(requires_grad)
+               for _ in range(3))
+    return Q, K, V
+
+
+@torch.no_grad()
+def where_the_time_goes(T: int = 2048, d: int = 64, repeats: int = 3) -> list[dict]:
+    """Chapter 2's formula with a causal mask, one head of width ``d``, one sequence of ``T``,
+    timed stage by stage on one CPU thread (best of ``repeats``, CPU time): the scores
+    ``Q K^T / sqrt(d)``, the masked softmax (chapter 2's ``masked_softmax``), and ``weights V``.
+    Checked against the whole formula. Returns one dict per stage: ``stage``, ``seconds`` and
+    ``flops`` (floating-point operations: ``2 T^2 d`` per product and ``T^2`` for the scaling; the
+    softmax's counted as five per entry: compare, subtract, exponentiate, add, divide)."""
+    Q, K, V = _inputs(T, d)
+    mask = causal_mask(T)
+    with _one_thread():
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(d)
+        weights = masked_softmax(scores, mask)
+        output = weights @ V
+        reference, _ = scaled_dot_product_attention(Q, K, V, mask)
+        if not torch.allclose(output, reference, atol=1e-5):
+            raise AssertionError("the stages do not add up to chapter 2's formula")
+        return [
+            {"stage": "scores Q K^T / sqrt(d)", "seconds": _cpu_seconds(lambda: Q @ K.transpose(-2, -1) / math.sqrt(d), repeats),
+             "flops": 2 * T * T * d + T * T},
+            {"stage": "masked softmax", "seconds": _cpu_seconds(lambda: masked_softmax(scores, mask), repeats),
+             "flops": 5 * T * T},
+            {"stage": "weights V", "seconds": _cpu_seconds(lambda: weights @ V, repeats),
+             "flops": 2 * T * T * d},
+        ]
+
+
+def describe_time(rows: list[dict]) -> str:
+    """Words for :func:`where_the_time_goes`'s rows, computed from them."""
+    total_s = sum(r["seconds"] for r in rows)
+    total_f = sum(r["flops"] for r in rows)
+    soft = next(r for r in rows if "softmax" in r["stage"])
+    products = [r for r in rows if r is not soft]
+    rate = sum(r["flops"] for r in products) / sum(r["seconds"] for r in products) / 1e9
+    soft_rate = soft["flops"] / soft["seconds"] / 1e9
+    # the page says the softmax's share of the time is far above its share of the arithmetic
+    if soft["seconds"] / total_s < 3 * soft["flops"] / total_f:
+        raise AssertionError("the softmax's share of the time is not far above its share of the arithmetic")
+    return (f"the softmax does {soft['flops'] / total_f:.1%} of the arithmetic and takes "
+            f"{soft['seconds'] / total_s:.0%} of the time\n"
+            f"the two products run at {rate:.1f} GFLOP/s, the softmax at {soft_rate:.2f}:\n"
+            f"  {rate / soft_rate:.0f} times slower per operation")
+
+
+# --------------------------------------------------------------------------------------
+# The online softmax, by hand on five numbers
+# --------------------------------------------------------------------------------------
+
+#: The page's five numbers, read in blocks of two.
+FIVE = (1.0, 3.0, 2.0, 5.0, 0.0)
+#: What the page computes by hand (4 decimals): the state (running max, running sum) after
+#: each block, and the final probabilities and log-sum-exp.
+FIVE_BY_HAND = {
+    "states": [(3.0, 1.1353), (5.0, 1.2034), (5.0, 1.2102)],
+    "probs": [0.0151, 0.1118, 0.0411, 0.8263, 0.0056],
+    "lse": 5.1908,
+}
+
+
+def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
+    """The online softmax of ``x`` over blocks of ``block_size``, one reference
+    ``online_softmax_update`` at a time from the start state ``(-inf, 0)``; checked against
+    the reference ``online_softmax``, against ``torch.softmax`` and ``torch.logsumexp``, and
+    for the page's numbers against :data:`FIVE_BY_HAND`. Returns ``{"steps": [(block, max,
+    sum)], "probs": [...], "lse": float}``."""
+    t = torch.tensor(x, dtype=torch.float64)
+    m, s = torch.tensor(float("-inf"), dtype=t.dtype), torch.tensor(0.0, dtype=t.dtype)
+    steps = []
+    for start in range(0, len(x), block_size):
+        block = t[start:start + block_size]
+        m, s = online_softmax_update(m, s, block)
+        steps.append((block.tolist(), float(m), float(s)))
+    lse = float(m + torch.log(s))
+    probs = torch.exp(t - lse)
+    ref_probs, ref_lse = online_softmax(t, block_size)
+    for name, got, want in (("probabilities", probs, torch.softmax(t, 0)), ("reference", ref_probs, probs)):
+        if not torch.allclose(got, want, atol=1e-12):
+            raise AssertionError(f"the online softmax's {name} disagree: {got.tolist()} against {want.tolist()}")
+    if not math.isclose(lse, float(torch.logsumexp(t, 0)), abs_tol=1e-12) or not math.isclose(lse, float(ref_lse),
+                                                                                           abs_tol=1e-12):
+        raise AssertionError("the online softmax's log-sum-exp disagrees")
+    if tuple(x) == FIVE and block_size == 2:
+        hand = FIVE_BY_HAND
+        got = [(mx, round(sm, 4)) for _, mx, sm in steps]
+        if any(abs(a - c) > 1e-9 or abs(b - e) > 6e-5 for (a, b), (c, e) in zip(got, hand["states"])):
+            raise AssertionError(f"the page's hand-computed states {hand['states']} disagree with the code's {got}")
+        if not torch.allclose(probs, torch.tensor(hand["probs"], dtype=t.dtype), atol=6e-5) or abs(lse - hand["lse"]) > 6e-5:
+            raise AssertionError(f"the page's hand-computed probabilities or log-sum-exp disagree with the code's "
+                                 f"{[round(p, 4) for p in probs.tolist()]}, {lse:.4f}")
+    return {"steps": steps, "probs": probs.tolist(), "lse": lse}
+
+
+# --------------------------------------------------------------------------------------
+# Tiles: how many are computed
+# --------------------------------------------------------------------------------------
+
+
+def tile_counts(T: int, block: int) -> dict[str, int]:
+    """Tiles of a ``T x T`` score matrix cut in ``block x block`` tiles: all of them, those a
+    causal pass computes (at least one key at or before one of the block's queries), and those
+    among them that need the mask inside (the diagonal ones), counted tile by tile and checked
+    against the closed forms ``n^2``, ``n(n+1)/2`` and ``n`` for ``n = ceil(T / block)``."""
+    n = -(-T // block)
+    computed = masked = 0
+    for i in range(n):
+        for j in range(n):
+            first_key, last_query = j * block, min((i + 1) * block, T) - 1
+            if first_key <= last_query:
+                computed += 1
+                masked += (j + 1) * block - 1 > i * block
+    if computed != n * (n + 1) // 2 or masked != n:
+        raise AssertionError("the tile counts disagree with their closed forms")
+    return {"tiles": n * n, "computed": computed, "masked inside": masked, "skipped": n * n - computed}
+
+
+# --------------------------------------------------------------------------------------
+# Memory: the largest tensor, the process's peak
+# --------------------------------------------------------------------------------------
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def process_peak_mib(fn) -> float | None:
+    """How far ``fn()`` raises the peak resident size of a process above its resident size just
+    before, in MiB: Linux's ``VmHWM`` (``/proc/self/status``), reset through
+    ``/proc/self/clear_refs``, over the second of two runs of ``fn`` in a child forked for them
+    (the first maps in the code it runs), with glibc told to give every
+    block of 64 KiB or more its own mapping: such a block goes back to the system when it is freed,
+    so that the resident size follows the tensors alive (by default glibc keeps freed memory in its
+    heap, where a later run would reuse it unseen); this process's allocator is left as it is.
+    ``None`` where that is not available (not Linux, not glibc)."""
+    if not sys.platform.startswith("linux") or _status_kib("VmHWM") is None:
+        return None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: measure, report through the pipe, leave without clean-up
+        try:
+            os.close(read)
+            libc = ctypes.CDLL("libc.so.6")
+            libc.mallopt(-3, 64 * 1024)  # M_MMAP_THRESHOLD, fixed: no dynamic raising
+            libc.mallopt(-1, 64 * 1024)  # M_TRIM_THRESHOLD: return the heap's free top
+            # a forked child maps the libraries' code afresh as it runs it: a first run brings in
+            # the code (and whatever the run caches), so that the measured run counts its data only
+            fn()
+            gc.collect()
+            libc.malloc_trim(0)
+            with open("/proc/self/clear_refs", "w") as clear_refs:
+                clear_refs.write("5")  # the peak (VmHWM) becomes the current resident size
+            before = _status_kib("VmRSS")
+            fn()
+            os.write(write, str((_status_kib("VmHWM") - before) / 1024).encode())
+        except BaseException as error:  # noqa: BLE001 - reported to the parent, which raises
+            os.write(write, f"error {type(error).__name__}: {error}".encode()[:4000])
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read().decode()
+    os.waitpid(pid, 0)
+    if answer.startswith("error") or not answer:
+        raise RuntimeError(f"the measuring process failed: {answer or 'no answer'}")
+    return float(answer)
+
+
+def _sdpa(backend_name: str):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, backend_name)
+
+    def attend(Q, K, V):
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(Q, K, V, is_causal=True)
+
+    return attend
+
+
+#: The block size of the page's tiled runs on the CPU (larger blocks, fewer Python iterations).
+BLOCK = 128
+
+#: The ways to compute causal attention that the page measures: name -> f(Q, K, V) -> O.
+METHODS = {
+    "plain (chapter 2)": lambda Q, K, V: scaled_dot_product_attention(Q, K, V, causal_mask(Q.shape[-2], Q.device))[0],
+    f"tiled, blocks {BLOCK}": lambda Q, K, V: TiledAttention.apply(Q, K, V, True, BLOCK, BLOCK),
+    "SDPA math": _sdpa("MATH"),
+    "SDPA flash": _sdpa("FLASH_ATTENTION"),
+}
+
+
+def _forward_backward(method, Q, K, V, dO):
+    def run():
+        O = method(Q, K, V)
+        O.backward(dO)
+        for t in (Q, K, V):
+            t.grad = None
+
+    return run
+
+
+def memory_table(sizes=(512, 1024, 2048), d: int = 64, methods=None, repeats: int = 2) -> list[dict]:
+    """Causal attention, forward and backward, for one head of width ``d`` and one sequence of
+    each length in ``sizes``, float32, on the CPU with one thread, by each of ``methods`` (default
+    :data:`METHODS`). Per run: ``largest`` (elements of the largest tensor created, counted by
+    :class:`attention_course.memory.LargestTensor`: views included), ``largest_mib`` (its size
+    in float32, the inputs' dtype; a boolean mask of as many elements takes a quarter), ``peak_mib`` (:func:`process_peak_mib`, over the
+    inputs and the incoming gradient, which exist before), ``seconds`` (best of ``repeats``, CPU
+    time) and ``us_per_row`` (microseconds per query row). The outputs and gradients of every
+    method are checked against the plain formula's."""
+    methods = METHODS if methods is None else methods
+    rows = []
+    with _one_thread():
+        for T in sizes:
+            Q, K, V = _inputs(T, d, requires_grad=True)
+            dO = torch.randn(1, 1, T, d, generator=torch.Generator().manual_seed(1))
+            reference = None
+            for name, method in methods.items():
+                O = method(Q, K, V)
+                O.backward(dO)
+                got = [O.detach()] + [t.grad for t in (Q, K, V)]
+                for t in (Q, K, V):
+                    t.grad = None
+                if reference is None:
+                    reference = got
+                elif not all(torch.allclose(a, b, atol=2e-4, rtol=1e-3) for a, b in zip(got, reference)):
+                    raise AssertionError(f"{name} at T = {T} disagrees with the plain formula")
+                del O, got
+                run = _forward_backward(method, Q, K, V, dO)
+                seconds = _cpu_seconds(run, repeats)
+                _, seen = largest_tensor(run)
+                peak = process_peak_mib(run)
+                rows.append({"T": T, "method": name, "largest": seen.numel, "largest_mib": 4 * seen.numel / 2**20,
+                             "peak_mib": peak, "seconds": seconds, "us_per_row": 1e6 * seconds / T})
+    return rows
+
+
+def largest_by_rule(T: int, d: int = 64, block: int = BLOCK) -> dict[str, int]:
+    """Elements of the largest tensor of a forward and backward pass at length ``T`` by
+    arithmetic: ``T x T`` for the plain formula (its scores); for the tiled pass the memory rule
+    of the exercise, the larger of ``T x d`` (an output or a gradient) and one ``block x block``
+    tile. :func:`describe_memory` checks the rule against the counted rows."""
+    return {"plain (chapter 2)": T * T, f"tiled, blocks {block}": max(T * d, block * block)}
+
+
+def describe_memory(rows: list[dict], d: int = 64, block: int = BLOCK) -> str:
+    """Words for :func:`memory_table`'s rows, computed from them, and the memory rule checked:
+    the plain formula's largest tensor is ``T x T``; the tiled one's is no larger than ``T x d``
+    or a ``block x block`` tile."""
+    by = {(r["T"], r["method"]): r for r in rows}
+    sizes = sorted({r["T"] for r in rows})
+    plain, tiled = "plain (chapter 2)", f"tiled, blocks {block}"
+    for T in sizes:
+        rule = largest_by_rule(T, d, block)
+        if by[T, plain]["largest"] != rule[plain]:
+            raise AssertionError(f"the plain formula's largest tensor at T = {T} is not T x T")
+        if by[T, tiled]["largest"] > rule[tiled]:
+            raise AssertionError(f"the tiled pass at T = {T} created a tensor larger than T x d or a tile")
+    first, last = sizes[0], sizes[-1]
+    growth = last / first
+    # what the page says: the peak follows the largest tensor; every method's time per row grows
+    if by[last, plain]["peak_mib"] is not None and not (
+            by[last, plain]["peak_mib"] / by[first, plain]["peak_mib"] > by[last, tiled]["peak_mib"] / by[first, tiled]["peak_mib"]
+            and by[last, plain]["peak_mib"] > 4 * by[last, tiled]["peak_mib"]):
+        raise AssertionError("the plain formula's peak memory does not grow faster than the tiled pass's")
+    slower = [m for m in {r["method"] for r in rows} if by[last, m]["us_per_row"] <= by[first, m]["us_per_row"]]
+    if slower:
+        raise AssertionError(f"the time per query row did not grow with T for {slower}")
+
+    def ratio(method, key):
+        return by[last, method][key] / by[first, method][key]
+
+    lines = [f"from T = {first} to {last} (x{growth:.0f}):",
+             f"  largest tensor: plain x{ratio(plain, 'largest'):.0f}, tiled x{ratio(tiled, 'largest'):.0f}"]
+    if by[last, plain]["peak_mib"] is not None:
+        lines.append(f"  peak memory at T = {last}: plain {by[last, plain]['peak_mib']:.0f} MiB, "
+                     f"tiled {by[last, tiled]['peak_mib']:.1f} MiB")
+    lines.append(f"  time per query row: plain x{ratio(plain, 'us_per_row'):.1f}, tiled x{ratio(tiled, 'us_per_row'):.1f}")
+    lines.append(f"  time at T = {last}, against the plain formula's:\n"
+                 f"    tiled x{by[last, tiled]['seconds'] / by[last, plain]['seconds']:.2f}, "
+                 f"PyTorch's flash kernel x{by[last, 'SDPA flash']['seconds'] / by[last, plain]['seconds']:.2f}")
+    return "\n".join(lines)
+
+
+def gpu_table(sizes=(1024, 4096, 16384), d: int = 64, heads: int = 16, block: int = 128, repeats: int = 5) -> list[dict]:
+    """On CUDA: causal attention, forward and backward, ``heads`` heads of width ``d``, one
+    sequence, in float16 for all three (PyTorch's flash kernel takes half precision only), by the
+    flash and math backends and the reference ``TiledAttention``. Per run: ``peak_mib``
+    (``torch.cuda.max_memory_allocated`` over what was allocated before), ``ms`` (median of
+    ``repeats``, CUDA events) and ``us_per_row``. An empty list without CUDA."""
+    if not torch.cuda.is_available():
+        return []
+    methods = {"SDPA flash": _sdpa("FLASH_ATTENTION"), "SDPA math": _sdpa("MATH"),
+               f"tiled, blocks {block}": lambda Q, K, V: TiledAttention.apply(Q, K, V, True, block, block)}
+    rows = []
+    for T in sizes:
+        generator = torch.Generator(device="cuda").manual_seed(0)
+        Q, K, V = (torch.randn(1, heads, T, d, device="cuda", dtype=torch.float16, generator=generator)
+                   .requires_grad_() for _ in range(3))
+        dO = torch.randn_like(Q)
+        for name, method in methods.items():
+            run = _forward_backward(method, Q, K, V, dO)
+            try:
+                run()
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                before = torch.cuda.memory_allocated()
+                run()
+                torch.cuda.synchronize()
+                peak = (torch.cuda.max_memory_allocated() - before) / 2**20
+                times = []
+                for _ in range(repeats):
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    run()
+                    end.record()
+                    torch.cuda.synchronize()
+                    times.append(start.elapsed_time(end))
+            except torch.cuda.OutOfMemoryError:
+                rows.append({"T": T, "method": name, "peak_mib": None, "ms": None, "us_per_row": None})
+                torch.cuda.empty_cache()
+                continue
+            ms = sorted(times)[len(times) // 2]
+            rows.append({"T": T, "method": name, "peak_mib": peak, "ms": ms, "us_per_row": 1e3 * ms / T})
+    return rows
+
+
+# --------------------------------------------------------------------------------------
+# Grouped-query attention: the cache, and what fewer key-value heads cost
+# --------------------------------------------------------------------------------------
+
+
+def cache_bytes_per_token(num_layers: int, num_kv_heads: int, d_head: int, bytes_per_number: int = 4) -> int:
+    """The key-value cache of one position: a key and a value of ``num_kv_heads * d_head``
+    numbers in each of ``num_layers`` layers."""
+    return 2 * num_layers * num_kv_heads * d_head * bytes_per_number
+
+
+#: Published models with grouped-query attention: name -> (layers, query heads, key-value heads,
+#: head width). Llama 2 70B (Touvron et al., 2023); Mistral 7B (Jiang et al., 2023).
+PUBLISHED = {"Llama 2 70B": (80, 64, 8, 128), "Mistral 7B": (32, 32, 8, 128)}
+
+
+def make_gqa_gpt(task: PromptTask, num_kv_heads: int, seed: int = 0) -> GPT:
+    """Chapter 8's GPT for the prompts of ``task`` (:func:`figures.ch08.make_date_gpt`'s sizes),
+    drawn after ``torch.manual_seed(seed)``, with every block's attention replaced by the
+    reference ``GroupedQueryAttention`` of ``num_kv_heads`` key-value heads, initialised as
+    chapter 8's GPT initialises its attention: normal(0, 0.02) weights, ``W_o``'s scaled by
+    ``1/sqrt(2 num_layers)``, zero biases."""
+    torch.manual_seed(seed)
+    sizes = dict(DECODER_ONLY.model)
+    model = GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, **sizes)
+    layers = sizes["num_layers"]
+    for block in model.blocks:
+        attention = GroupedQueryAttention(sizes["d_model"], sizes["num_heads"], num_kv_heads)
+        for name, linear in (("W_q", attention.W_q), ("W_kv", attention.W_kv), ("W_o", attention.W_o)):
+            nn.init.normal_(linear.weight, std=0.02 / math.sqrt(2 * layers) if name == "W_o" else 0.02)
+            nn.init.zeros_(linear.bias)
+        block.attention = attention
+    return model
+
+
+def gqa_comparison(task: PromptTask, kv_heads=(4, 2, 1), num_steps: int = 150, seed: int = 0) -> list[dict]:
+    """:func:`make_gqa_gpt` for each number of key-value heads, trained by the course's
+    ``train_prompt_model`` with chapter 8's recipe cut to ``num_steps`` steps (the learning
+    rate's cosine spans the shorter run), then scored by held-out exact match of the greedy
+    answers (chapter 8's ``generate``, with the cache). Checks that each model's cache holds
+    ``num_kv_heads`` heads. Returns one dict per model: ``kv_heads``, ``parameters``,
+    ``cache_bytes`` (per token, float32), ``valid_loss`` (the last evaluation), ``accuracy``,
+    ``cpu_seconds``."""
+    rows = []
+    for kv in kv_heads:
+        model = make_gqa_gpt(task, kv, seed)
+        recipe = {**DECODER_ONLY.training, "num_steps": num_steps}
+        history = train_prompt_model(model, task, seed=seed, progress=False, **recipe)
+        with _one_thread():
+            answers = complete_prompts(model, task, [s for s, _ in task.test], generate)
+            _, cache = model(task.prompts([task.test[0][0]]))
+        if cache[0][0].shape[1] != kv:
+            raise AssertionError(f"the model with {kv} key-value heads caches {cache[0][0].shape[1]}")
+        d_head = DECODER_ONLY.model["d_model"] // DECODER_ONLY.model["num_heads"]
+        rows.append({"kv_heads": kv, "parameters": sum(p.numel() for p in model.parameters()),
+                     "cache_bytes": cache_bytes_per_token(len(model.blocks), kv, d_head),
+                     "valid_loss": history["valid_loss"][-1],
+                     "accuracy": exact_match(answers, [t for _, t in task.test]),
+                     "cpu_seconds": history["cpu_seconds"]})
+    return rows
+
+
+def describe_gqa(rows: list[dict]) -> str:
+    """Words for :func:`gqa_comparison`'s rows, computed from them."""
+    full, least = rows[0], rows[-1]
+    best = max(rows, key=lambda r: r["accuracy"])
+    spread = 100 * (max(r["accuracy"] for r in rows) - min(r["accuracy"] for r in rows))
+    drop = 100 * (full["accuracy"] - least["accuracy"])
+    few, many = f"{least['kv_heads']} key-value head(s)", f"{full['kv_heads']}"
+    verdict = (f"{few} scored " + (f"as {many} did" if drop == 0 else
+               f"{abs(drop):.1f} points {'below' if drop > 0 else 'above'} {many}"))
+    return (f"{few}: a cache {full['cache_bytes'] // least['cache_bytes']} times smaller than {many}'s,\n"
+            f"  {full['parameters'] - least['parameters']:,} fewer parameters\n"
+            f"{verdict}\n"
+            f"the best: {best['kv_heads']} key-value head(s), {best['accuracy']:.1%}; "
+            f"all {len(rows)} within {spread:.1f} points\n"
+            f"validation loss from {min(r['valid_loss'] for r in rows):.3f} to {max(r['valid_loss'] for r in rows):.3f}")
+
+
+# --------------------------------------------------------------------------------------
+# The sliding window: receptive field through the layers, the rolling cache
+# --------------------------------------------------------------------------------------
+
+
+def receptive_field(size: int, window: int, layers: int) -> torch.Tensor:
+    """``(size, size)`` bool: which positions can reach position ``i``'s output after ``layers``
+    layers that each attend through the reference ``sliding_window_mask(size, window)``
+    (information moves along the mask once per layer: the mask's boolean matrix power).
+    Checked: the last query reaches back ``layers * (window - 1) + 1`` positions, or all."""
+    step = sliding_window_mask(size, window).to(torch.int64)
+    reach = torch.eye(size, dtype=torch.int64)
+    for _ in range(layers):
+        reach = ((step @ reach) > 0).to(torch.int64)
+    reach = reach.bool()
+    if int(reach[-1].sum()) != min(size, layers * (window - 1) + 1):
+        raise AssertionError(f"after {layers} layers of window {window} the last position reaches "
+                             f"{int(reach[-1].sum())} positions")
+    return reach
+
+
+def plot_receptive_field(size: int = 16, window: int = 4, layers=(1, 2, 3)):
+    """What each position's output can depend on after 1, 2, 3 layers of sliding-window
+    attention: one panel per depth, query positions down, key positions across."""
+    fig, axes = plt.subplots(1, len(layers), figsize=(WIDTH, 2.9), constrained_layout=True)
+    for ax, L in zip(axes, layers):
+        reach = receptive_field(size, window, L)
+        ax.imshow(reach.numpy(), cmap="Blues", vmin=0, vmax=1.4)
+        ax.set_title(f"{L} layer{'s' if L > 1 else ''}: the last sees {min(size, L * (window - 1) + 1)}", fontsize=LABEL)
+        ax.set_xlabel("key position", fontsize=SMALLEST)
+        ax.set_xticks([0, size - 1])
+        ax.set_yticks([0, size - 1])
+        ax.tick_params(labelsize=SMALLEST)
+    axes[0].set_ylabel("query position", fontsize=SMALLEST)
+    fig.suptitle(f"sliding window W = {window}: what the last position can see grows by W - 1 per layer",
+                 fontsize=LABEL)
+    return fig
+
+
+def rolling_slots(length: int, window: int) -> list[list[int]]:
+    """Which absolute position each of the ``window`` slots of a rolling cache holds after each
+    of ``length`` steps (position ``t`` is written into slot ``t mod window``, as Mistral's
+    rolling buffer does; ``-1`` = empty), checked: the positions held are always the last
+    ``window`` ones, those the sliding-window mask lets the newest query see."""
+    slots, history = [-1] * window, []
+    for t in range(length):
+        slots[t % window] = t
+        held = sorted(p for p in slots if p >= 0)
+        allowed = sliding_window_mask(t + 1, window)[t].nonzero().flatten().tolist()
+        if held != allowed:
+            raise AssertionError(f"at step {t} the cache holds {held}, the window allows {allowed}")
+        history.append(list(slots))
+    return history
+
+
+class _CacheWatch(nn.Module):
+    """``model`` as it is, recording the cache's length (positions per layer) at every call."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model, self.lengths = model, []
+
+    def forward(self, tokens, attn_mask=None, past_kv=None, positions=None):
+        self.lengths.append(0 if past_kv is None else past_kv[0][0].shape[2])
+        return self.model(tokens, attn_mask=attn_mask, past_kv=past_kv, positions=positions)
+
+
+#: The model of :func:`window_generation`: small, three layers (so that the window's reach grows).
+WINDOW_MODEL = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "d_ff": 64, "num_layers": 3, "max_len": 64}
+
+
+@torch.no_grad()
+def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40, seed: int = 0) -> dict:
+    """Greedy generation by the reference ``generate_with_window`` with a rolling cache, on a randomly
+    initialised :class:`~attention_course.masked_gpt.MaskedGPT` of :data:`WINDOW_MODEL`'s sizes
+    (float64), against (a) the whole sequence run once through the same model under
+    ``sliding_window_mask`` and no cache, and (b) a model that only re-reads the last ``window``
+    tokens at every step (causal mask, their own positions). Returns ``cache_max`` (the most
+    positions per layer the cache passed to the model held), ``same_tokens``/``logit_gap`` (the
+    rolling cache against (a)), and ``reread_gap`` and ``reread_tokens_differ`` (the re-read
+    model's logits against (a), and how many of its tokens differ from the cache's)."""
+    torch.manual_seed(seed)
+    model = MaskedGPT(**WINDOW_MODEL).double().eval()
+    generator = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(WINDOW_MODEL["vocab_size"], (1, prompt_len), generator=generator)
+    watched = _CacheWatch(model)
+    tokens, logits = generate_with_window(watched, prompt, new_tokens, window)
+    T = tokens.shape[1]
+    whole, _ = model(tokens, attn_mask=sliding_window_mask(T, window))
+    whole = whole[:, prompt_len - 1:T - 1]
+    same = bool(torch.equal(whole.argmax(-1), tokens[:, prompt_len:]))
+    def reread(seq, t):  # the next-token logits at position t from the last `window` tokens alone
+        start = max(0, t - window)
+        return model(seq[:, start:t], positions=torch.arange(start, t))[0][:, -1]
+
+    reread_tokens = prompt
+    for t in range(prompt_len, T):
+        reread_tokens = torch.cat([reread_tokens, reread(reread_tokens, t).argmax(-1, keepdim=True)], dim=1)
+    # on the cache's own tokens, the re-read logits against the whole-sequence reference
+    gap = max(float((reread(tokens, t) - whole[:, t - prompt_len]).abs().max()) for t in range(prompt_len, T))
+    logit_gap = float((logits - whole).abs().max())
+    # what the page says: the rolling cache is the whole sequence's computation, the re-read is not
+    if not same or logit_gap > 1e-9 or max(watched.lengths) >= window:
+        raise AssertionError(f"the rolling cache differs from the whole sequence (logits {logit_gap:.1e}) "
+                             f"or held {max(watched.lengths)} positions")
+    if gap < 1e-6:
+        raise AssertionError("re-reading the last window of tokens gave the whole sequence's logits")
+    return {"cache_max": max(watched.lengths), "calls": len(watched.lengths), "same_tokens": same,
+            "logit_gap": logit_gap, "reread_gap": gap,
+            "reread_tokens_differ": int((reread_tokens[:, prompt_len:] != tokens[:, prompt_len:]).sum()),
+            "new_tokens": new_tokens, "window": window, "layers": WINDOW_MODEL["num_layers"]}
+
+
+# --------------------------------------------------------------------------------------
+# Diagrams (the drawing kit of figures.diagrams)
+# --------------------------------------------------------------------------------------
+
+_SKIPPED, _FULL, _DIAGONAL, _NOW = "#ffffff", "#d9e4f5", "#fde9c9", "#f4a6a0"
+
+
+def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
+    """The tiled, causal forward pass (FlashAttention-2's loop order) on a ``blocks x blocks``
+    grid of score tiles: each tile's number is its turn; tiles above the diagonal are skipped;
+    the tile of turn ``now`` (query block, key block) is drawn in fast memory with what it
+    needs, the rest of the tensors stay in slow memory."""
+    fig, ax = _canvas(WIDTH, 5.6)
+    cell, x0, y_top = 0.62, 0.75, 4.55
+    ax.text(0.05, 5.35, "tiled causal attention: outer loop over query blocks, inner over key blocks",
+            ha="left", va="center", fontsize=LABEL, weight="bold")
+    turn = 0
+    for i in range(blocks):
+        ax.text(x0 - 0.1, y_top - (i + 0.5) * cell, f"Q{i + 1}", ha="right", va="center", fontsize=SMALLEST)
+        for j in range(blocks):
+            x, y = x0 + j * cell, y_top - (i + 1) * cell
+            if j > i:
+                colour, label = _SKIPPED, "skip"
+            else:
+                turn += 1
+                colour, label = (_NOW if (i, j) == now else _DIAGONAL if i == j else _FULL), str(turn)
+            ax.add_patch(Rectangle((x, y), cell, cell, facecolor=colour, edgecolor="#444444", linewidth=1.0))
+            ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center",
+                    fontsize=SMALLEST, color="#888888" if j > i else "#222222")
+    for j in range(blocks):
+        ax.text(x0 + (j + 0.5) * cell, y_top + 0.12, f"K{j + 1},V{j + 1}", ha="center", va="bottom", fontsize=SMALLEST)
+    grid_bottom = y_top - blocks * cell
+    legend = [(_FULL, "computed, no mask"), (_DIAGONAL, "diagonal: mask inside"), (_NOW, "in fast memory now")]
+    for k, (colour, text) in enumerate(legend):
+        y = grid_bottom - 0.35 - 0.32 * k
+        ax.add_patch(Rectangle((x0, y - 0.1), 0.2, 0.2, facecolor=colour, edgecolor="#444444"))
+        ax.text(x0 + 0.3, y, text, ha="left", va="center", fontsize=SMALLEST)
+    ax.text(x0, grid_bottom - 0.35 - 0.32 * len(legend), "skip: every key is in the future",
+            ha="left", va="center", fontsize=SMALLEST)
+    # slow and fast memory, right of the grid
+    qi, kj = now[0] + 1, now[1] + 1
+    slow = _box(ax, 5.45, 4.35, 3.6, 1.05, "", "data")
+    ax.text(slow["left"][0] + 0.1, 4.72, "slow memory (GPU: HBM; CPU: RAM)", ha="left", va="center",
+            fontsize=SMALLEST, weight="bold")
+    ax.text(slow["left"][0] + 0.1, 4.25, "Q, K, V, O  (B, h, T, d)\nlse          (B, h, T)", ha="left",
+            va="center", fontsize=SHAPE, family="monospace")
+    fast = _box(ax, 5.45, 2.3, 3.6, 1.9, "", "attention")
+    ax.text(fast["left"][0] + 0.1, 3.0, "fast memory (GPU: SRAM)", ha="left", va="center", fontsize=SMALLEST,
+            weight="bold")
+    ax.text(fast["left"][0] + 0.1, 2.15,
+            f"Q{qi}              (b_q, d)\n"
+            f"K{kj}, V{kj}          (b_k, d)\n"
+            f"S = Q{qi} K{kj}ᵀ / √d  (b_q, b_k)\n"
+            f"max m, sum l    (b_q)\n"
+            f"O{qi} so far       (b_q, d)",
+            ha="left", va="center", fontsize=SHAPE, family="monospace")
+    ax.text(fast["left"][0], fast["bottom"][1] - 0.3, "each turn: S, then m, l and O rescaled;\nS is dropped",
+            ha="left", va="center", fontsize=SMALLEST)
+    _arrow(ax, (4.9, slow["bottom"][1]), (4.9, fast["top"][1]), f"Q{qi} once, K{kj} V{kj}", side="left")
+    _arrow(ax, (6.0, fast["top"][1]), (6.0, slow["bottom"][1]), f"O{qi}, lse at\nthe row's end")
+    ax.text(0.05, 0.3, "per query block: O and lse are written once; the (T, T) matrix never exists",
+            ha="left", va="center", fontsize=SMALLEST)
+    return fig
+
+
+def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
+    """Query heads and the key-value heads they read, for multi-head (as many key-value heads as
+    query heads), grouped-query and multi-query attention; query head ``i`` reads key-value head
+    ``i // (num_heads // num_kv_heads)``. Beside each: what the cache holds per position and layer."""
+    fig, ax = _canvas(WIDTH, 5.7)
+    names = {num_heads: "multi-head", 1: "multi-query"}
+    cell = 0.5
+    x0 = 0.35
+    for row, kv in enumerate(groups):
+        y_q = 5.05 - row * 1.7
+        y_kv = y_q - 0.85
+        group = num_heads // kv
+        title = names.get(kv, "grouped-query")
+        ax.text(x0 - 0.3, y_q + 0.42, f"{title}: {num_heads} query heads, {kv} key-value head{'s' if kv > 1 else ''}",
+                ha="left", va="center", fontsize=SMALLEST, weight="bold")
+        kv_boxes = []
+        for k in range(kv):
+            centre = x0 + (k * group + (group - 1) / 2) * cell + cell / 2
+            width = group * cell - 0.08
+            kv_boxes.append(_box(ax, centre, y_kv, width, 0.34, f"K{k}, V{k}" if width > 0.7 else f"kv{k}", "linear",
+                                 size=SMALLEST))
+        for i in range(num_heads):
+            q = _box(ax, x0 + i * cell + cell / 2, y_q, cell - 0.08, 0.34, f"q{i}", "attention", size=SMALLEST)
+            target = kv_boxes[i // group]
+            ax.plot([q["bottom"][0], q["bottom"][0]], [q["bottom"][1], target["top"][1]], color="#666666",
+                    linewidth=1.0)
+        x_text = x0 + num_heads * cell + 0.3
+        ax.text(x_text, (y_q + y_kv) / 2,
+                f"cache per position and layer:\n2 x {kv} x d numbers"
+                + (f"\n{group} query heads share each" if group > 1 else "\none key-value head per query head"),
+                ha="left", va="center", fontsize=SMALLEST)
+    ax.text(0.05, 0.2, "keys and values (B, h_kv, T, d); queries (B, h, T, d); head i reads i // (h / h_kv)",
+            ha="left", va="center", fontsize=SHAPE, family="monospace")
+    return fig
