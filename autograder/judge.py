@@ -583,9 +583,12 @@ class Judge:
                 found.setdefault(exercise, entry)
         if not found:
             return results
+        # a test belongs to the longest exercise name it starts with among ALL the exercises:
+        # test_update_online_softmax is update_online_softmax's even when only online_softmax cheated
+        exercises = [c["grade_id"] for c in cells if c["kind"] == "solution"]
         for result in results:
-            exercise = scan.exercise_of_test(result.grade_id, found) if result.kind == "test" else None
-            if exercise is not None:
+            exercise = scan.exercise_of_test(result.grade_id, exercises) if result.kind == "test" else None
+            if exercise in found:
                 result.error = {"type": "ForbiddenShortcut", "message": scan.verdict(exercise, found[exercise])}
         return results
 

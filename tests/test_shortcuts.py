@@ -190,6 +190,23 @@ def test_exercise_of_test():
     assert scan.exercise_of_test("test_trained_model", names) is None
 
 
+def test_a_test_belongs_to_its_own_exercise_when_a_shorter_name_cheated():
+    """Only `softmax` took a shortcut: `test_softmax_update`, the test of the exercise
+    `softmax_update`, keeps its points; `test_softmax` loses them."""
+    from autograder.judge import CellResult, Judge
+
+    cells = [{"index": i, "grade_id": g, "kind": k, "source": ""} for i, (g, k) in enumerate(
+        [("softmax_update", "solution"), ("test_softmax_update", "test"), ("softmax", "solution"), ("test_softmax", "test")])]
+    results = [CellResult(c["index"], c["grade_id"], c["kind"], None) for c in cells]
+    judge = Judge.__new__(Judge)
+    judge.shortcuts = []
+    judge.link = type("Link", (), {"forbidden": {"softmax": ["torch.softmax"], "softmax_update": []},
+                                   "tripped": {"softmax": {"torch.softmax"}}})()
+    verdicts = {r.grade_id: r.error for r in judge.shortcut_verdicts(cells, results)}
+    assert verdicts["test_softmax_update"] is None, verdicts
+    assert verdicts["test_softmax"]["type"] == "ForbiddenShortcut", verdicts
+
+
 # ----------------------------------------------------------------------------- the kernel
 
 

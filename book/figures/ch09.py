@@ -36,7 +36,7 @@ from attention_course.reference.ch07 import causal_mask
 from attention_course.reference.ch08 import GPT, generate
 from attention_course.masked_gpt import MaskedGPT
 from attention_course.reference.ch09 import (GroupedQueryAttention, TiledAttention, generate_with_window,
-                                             online_softmax, online_softmax_update, sliding_window_mask)
+                                             online_softmax, update_online_softmax, sliding_window_mask)
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas
 
@@ -193,7 +193,7 @@ FIVE_BY_HAND = {
 
 def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
     """The online softmax of ``x`` over blocks of ``block_size``, one reference
-    ``online_softmax_update`` at a time from the start state ``(-inf, 0)``; checked against
+    ``update_online_softmax`` at a time from the start state ``(-inf, 0)``; checked against
     the reference ``online_softmax``, against ``torch.softmax`` and ``torch.logsumexp``, and
     for the page's numbers against :data:`FIVE_BY_HAND`. Returns ``{"steps": [(block, max,
     sum)], "probs": [...], "lse": float}``."""
@@ -202,7 +202,7 @@ def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
     steps = []
     for start in range(0, len(x), block_size):
         block = t[start:start + block_size]
-        m, s = online_softmax_update(m, s, block)
+        m, s = update_online_softmax(m, s, block)
         steps.append((block.tolist(), float(m), float(s)))
     lse = float(m + torch.log(s))
     probs = torch.exp(t - lse)
