@@ -1,51 +1,34 @@
 """A small decoder-only model that attends exactly where its caller says: chapter 9's model for
 generation with a sliding window and a rolling key-value cache.
 
-It is chapter 8's GPT (pre-norm blocks, a fused QKV projection, learned positions, the output
-layer tied to the token embedding) with two more arguments, so that a caller can keep only a
-window of the cache: ``attn_mask``, the boolean mask every layer uses (``True`` = may attend),
-and ``positions``, the absolute positions of the new tokens. The model builds no window itself.
+It is chapter 8's GPT (its layers, names and weight tying) with two more arguments, so that a
+caller can keep only a window of the cache: ``attn_mask``, the boolean mask every layer uses
+(``True`` = may attend), and ``positions``, the absolute positions of the new tokens. The model
+builds no window itself. It is made of the finished layers of chapters 2, 4 and 8, so it exists
+only from chapter 9 on (in the package of chapter 8 or earlier, importing it fails as the
+reference of chapter 8 does).
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_course.reference.ch02 import scaled_dot_product_attention
+from attention_course.reference.ch04 import merge_heads, split_heads
+from attention_course.reference.ch08 import GPT
+
 __all__ = ["MaskedGPT"]
 
 
-class _Block(nn.Module):
-    def __init__(self, d_model: int, num_heads: int, d_ff: int) -> None:
-        super().__init__()
-        self.num_heads = num_heads
-        self.ln1 = nn.LayerNorm(d_model)
-        self.W_qkv = nn.Linear(d_model, 3 * d_model)
-        self.W_o = nn.Linear(d_model, d_model)
-        self.ln2 = nn.LayerNorm(d_model)
-        self.dense1 = nn.Linear(d_model, d_ff)
-        self.dense2 = nn.Linear(d_ff, d_model)
-
-    def forward(self, X, mask, past_kv):
-        B, T, D = X.shape
-        heads = lambda M: M.reshape(B, T, self.num_heads, D // self.num_heads).transpose(1, 2)  # noqa: E731
-        Q, K, V = (heads(M) for M in self.W_qkv(self.ln1(X)).chunk(3, dim=-1))
-        if past_kv is not None:
-            K, V = torch.cat([past_kv[0], K], dim=2), torch.cat([past_kv[1], V], dim=2)
-        scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~mask, float("-inf"))
-        # a query with no allowed key gets all-zero weights, not NaN
-        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        H = X + self.W_o((weights @ V).transpose(1, 2).reshape(B, T, D))
-        return H + self.dense2(F.gelu(self.dense1(self.ln2(H)))), (K, V)
-
-
-class MaskedGPT(nn.Module):
+class MaskedGPT(GPT):
     """A GPT whose layers attend where ``attn_mask`` allows.
 
-    ``MaskedGPT(vocab_size, d_model, num_heads, d_ff, num_layers, max_len)``.
+    ``MaskedGPT(vocab_size, d_model, num_heads, d_ff, num_layers, max_len)``: chapter 8's
+    ``GPT`` without dropout, its output layer tied to the token embedding, every layer drawn
+    with PyTorch's default initialisation (larger than chapter 8's, so that an untrained
+    model's outputs differ clearly from one context to another).
 
     ``forward(tokens, attn_mask=None, past_kv=None, positions=None) -> (logits, present_kv)``:
 
@@ -62,14 +45,10 @@ class MaskedGPT(nn.Module):
     """
 
     def __init__(self, vocab_size: int, d_model: int, num_heads: int, d_ff: int, num_layers: int, max_len: int) -> None:
-        super().__init__()
-        if d_model % num_heads != 0:
-            raise ValueError(f"d_model = {d_model} is not a multiple of num_heads = {num_heads}")
-        self.max_len = max_len
-        self.token_embedding = nn.Embedding(vocab_size, d_model)
-        self.position_embedding = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList([_Block(d_model, num_heads, d_ff) for _ in range(num_layers)])
-        self.ln_f = nn.LayerNorm(d_model)
+        super().__init__(vocab_size, d_model, num_heads, d_ff, num_layers, max_len)
+        for module in self.modules():
+            if module is not self.lm_head and hasattr(module, "reset_parameters"):
+                module.reset_parameters()  # the tied lm_head is the token embedding: drawn once
 
     def forward(self, tokens, attn_mask=None, past_kv=None, positions=None):
         T = tokens.shape[1]
@@ -85,6 +64,17 @@ class MaskedGPT(nn.Module):
         X = self.token_embedding(tokens) + self.position_embedding(positions)
         present = []
         for layer, block in enumerate(self.blocks):
-            X, kv = block(X, attn_mask, None if past_kv is None else past_kv[layer])
+            X, kv = _masked_block(block, X, attn_mask, None if past_kv is None else past_kv[layer])
             present.append(kv)
-        return self.ln_f(X) @ self.token_embedding.weight.T, present
+        return self.lm_head(self.ln_f(X)), present
+
+
+def _masked_block(block: nn.Module, X, mask, past_kv):
+    """Chapter 8's pre-norm block with its causal mask replaced by ``mask``."""
+    attention = block.attention
+    Q, K, V = (split_heads(M, attention.num_heads) for M in attention.W_qkv(block.ln1(X)).chunk(3, dim=-1))
+    if past_kv is not None:
+        K, V = torch.cat([past_kv[0], K], dim=2), torch.cat([past_kv[1], V], dim=2)
+    attended, _ = scaled_dot_product_attention(Q, K, V, mask)  # a query with no allowed key gets zeros
+    H = X + attention.W_o(merge_heads(attended))
+    return H + block.dense2(F.gelu(block.dense1(block.ln2(H)))), (K, V)
