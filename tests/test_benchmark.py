@@ -10,11 +10,16 @@ import sys
 import notebook_tools as nbt
 
 
-def test_quick_benchmark_prints_the_table_and_the_ratio_line():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.transformer", "--quick"], cwd=nbt.ROOT,
+def _quick_run(module: str) -> list[str]:
+    """The lines ``python -m <module> --quick`` prints, once it has exited with 0."""
+    done = subprocess.run([sys.executable, "-m", module, "--quick"], cwd=nbt.ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.strip().splitlines()
+    return done.stdout.strip().splitlines()
+
+
+def test_quick_benchmark_prints_the_table_and_the_ratio_line():
+    lines = _quick_run("benchmarks.transformer")
     assert re.fullmatch(r"step-time ratio course/torch: \d+\.\d\d \(cpu\)", lines[-1]), lines[-1]
     assert any(line.split()[:2] == ["cpu", "course"] for line in lines)
     assert any(line.split()[:2] == ["cpu", "torch"] for line in lines)
@@ -30,10 +35,7 @@ def test_bench_rejects_a_bad_step_count():
 
 
 def test_quick_chapter_9_benchmark_prints_its_tables_and_last_line():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.attention_at_scale", "--quick"], cwd=nbt.ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.strip().splitlines()
+    lines = _quick_run("benchmarks.attention_at_scale")
     assert re.fullmatch(r"chapter 9: largest tensor at T=512, as float32: plain 1\.0 MiB, tiled 0\.1 MiB", lines[-1]), lines[-1]
     # four methods at each of the two lengths, on the CPU
     memory = [line.split() for line in lines if re.match(r"cpu\s+\d+\s+", line)]
