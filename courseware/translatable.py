@@ -129,7 +129,8 @@ def _all_checks(*checks: Callable[[str], str | None]) -> Callable[[str], str | N
 # ------------------------------------------------------------------- line wrapping (CJK aware)
 
 _CJK = "\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\u3000-\u303f"
-_UNITS = re.compile(rf"``.+?``|`[^`]+`|\s+|[{_CJK}]|[^\s{_CJK}]+")
+# what is never broken: inline code, an f-string's field or escaped brace, an escape sequence
+_UNITS = re.compile(rf"``.+?``|`[^`]+`|\{{\{{|\}}\}}|\{{[^{{}}]*\}}|\\.|\s+|[{_CJK}]|[^\s{_CJK}{{}}\\]+|.")
 NO_LINE_START = set("，。、：；！？）》」』”’…—%,.;:!?)]}")
 NO_LINE_END = set("（《「『“‘([{")
 
@@ -139,36 +140,48 @@ def width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def wrap(text: str, first: int, later: int) -> list[str]:
+def _is_cjk(char: str) -> bool:
+    return bool(re.match(f"[{_CJK}]", char))
+
+
+def wrap(text: str, first: int, later: int, keep_spaces: bool = False) -> list[str]:
     """``text`` in lines of at most ``first`` columns (the first line) and ``later`` (the others),
     broken at spaces and between CJK characters, never inside inline code, never before closing
-    or after opening punctuation. A word longer than the line gets a line of its own."""
+    or after opening punctuation, and without a last line of one or two characters. A word longer
+    than the line gets a line of its own. ``keep_spaces``: a space where a line breaks stays at the
+    end of the line (the lines of a string literal, joined, give the text back)."""
     atoms: list[list[str]] = []  # [text, space before it]
     space = ""
     for unit in _UNITS.findall(text.strip()):
         if unit.isspace():
-            space = " "
+            space = unit if keep_spaces else " "
             continue
         glued = atoms and not space and (
             unit[0] in NO_LINE_START or atoms[-1][0][-1] in NO_LINE_END
-            or not (re.match(f"[{_CJK}]", unit) or re.match(f"[{_CJK}]", atoms[-1][0][-1])))
+            or not (_is_cjk(unit[0]) or _is_cjk(atoms[-1][0][-1])))
         if glued:
             atoms[-1][0] += unit
         else:
             atoms.append([unit, space])
         space = ""
-    lines: list[str] = []
-    line = ""
-    for atom, before in atoms:
-        room = first if not lines else later
-        if line and width(line + before + atom) > room:
-            lines.append(line)
-            line = atom
-        else:
-            line += (before if line else "") + atom
-    if line or not lines:
-        lines.append(line)
-    return lines
+    lines: list[list[list[str]]] = [[]]
+    for atom in atoms:
+        room = first if len(lines) == 1 else later
+        if lines[-1] and width(_join(lines[-1] + [atom])) > room:
+            lines.append([])
+        lines[-1].append(atom)
+    # no orphan: a last line this short takes the previous line's last atom, if it fits
+    while len(lines) > 1 and len(lines[-2]) > 1 and width(_join(lines[-1])) <= 4 \
+            and width(_join(lines[-2][-1:] + lines[-1])) <= later:
+        lines[-1].insert(0, lines[-2].pop())
+    out = [_join(line) for line in lines]
+    if keep_spaces:  # the space at each break goes to the end of the line before it
+        out = [text + (lines[n + 1][0][1] if n + 1 < len(lines) else "") for n, text in enumerate(out)]
+    return out
+
+
+def _join(atoms: list[list[str]]) -> str:
+    return "".join((before if i else "") + atom for i, (atom, before) in enumerate(atoms))
 
 
 # ------------------------------------------------------------------- Markdown
@@ -538,10 +551,20 @@ def _string_pieces(source: str, lines: list[str], starts: list[int], tree: ast.A
         quote = literals[0].group("quote")
         begin = starts[parts[0].start[0] - 1] + parts[0].start[1]
         end = starts[parts[-1].end[0] - 1] + parts[-1].end[1]
+        col = parts[0].start[1]
+        # a string the English continues over lines is continued over lines, at its width
+        room = max([79] + [width(lines[r]) for r in range(parts[0].start[0] - 1, parts[-1].end[0])]) - col - 3 \
+            if parts[-1].end[0] > parts[0].start[0] else None
 
-        def render(t: str, quote=quote, is_f=is_f) -> str:
+        def render(t: str, quote=quote, is_f=is_f, col=col, room=room) -> str:
             t = re.sub(rf"(?<!\\){quote}", "\\" + quote, t.replace("\n", "\\n"))
-            return ("f" if is_f else "") + quote + t + quote
+            if not room:
+                chunks = [t]
+            else:  # the spaces around the text are the text's
+                core = t.strip()
+                chunks = wrap(core, room - is_f, room - is_f, keep_spaces=True)
+                chunks[0], chunks[-1] = t[:len(t) - len(t.lstrip())] + chunks[0], chunks[-1] + t[len(t.rstrip()):]
+            return ("\n" + " " * col).join(("f" if is_f else "") + quote + chunk + quote for chunk in chunks)
 
         pieces.append(Piece(text, begin, end, node.lineno, kind + (" (keep each {...} field as it is)" if is_f else ""),
                             render))

@@ -267,15 +267,19 @@ def test_the_code_pieces():
 
 
 print(f"{len(x)} numbers summed over the last axis", "ok")
+raise ValueError(f"the axis {axis} is not one of x's {x.ndim} axes: "
+                 "choose another one, counted from 0 or from the end")
 '''
     pieces = tr.code_pieces(source)
     assert [p.text for p in pieces] == [
         "Sum ``x`` along ``axis``.", "x: an array of any shape, batch dimensions included.", "axis: the axis.",
         "An array without ``axis`` whose entries are sums.", "Add the entries: one comment over two lines.",
-        "{len(x)} numbers summed over the last axis"]
+        "{len(x)} numbers summed over the last axis",
+        "the axis {axis} is not one of x's {x.ndim} axes: choose another one, counted from 0 or from the end"]
     out = tr.substitute(source, pieces, ["沿 ``axis`` 对 ``x`` 求和。", "x：任意形状的数组，" + "含批量维度" * 12 + "。",
                                          "axis：轴。", "去掉 ``axis`` 的数组，每个元素是一个和。", "把各元素相加。",
-                                         "对最后一个轴上的 {len(x)} 个数求和"])
+                                         "对最后一个轴上的 {len(x)} 个数求和",
+                                         "轴 {axis} 不是 x 的 {x.ndim} 个轴之一：" + "请换一个轴，从 0 或从末尾数起，" * 3 + "“再试”"])
     assert tr.check_code(source, out) is None
     lines = out.splitlines()
     assert lines[1] == '    """沿 ``axis`` 对 ``x`` 求和。'
@@ -283,6 +287,13 @@ print(f"{len(x)} numbers summed over the last axis", "ok")
     assert all(tr.width(line) <= 79 for line in lines[:12]), lines[:12]
     assert '    # 把各元素相加。' in lines and "    # the solution's comment stays the solution's" in lines
     assert 'print(f"对最后一个轴上的 {len(x)} 个数求和", "ok")' in lines
+    # a message the English continues over lines goes on over lines, at the English's width
+    raised = lines[lines.index(next(ln for ln in lines if ln.startswith("raise"))):]
+    assert len(raised) > 2 and all(ln.startswith(" " * 17 + 'f"') for ln in raised[1:]), raised
+    assert all(tr.width(ln) <= 79 for ln in raised), raised
+    message = ast.literal_eval("".join(ln.strip().removeprefix("raise ValueError(").removesuffix(")") for ln in raised)
+                               .replace('f"', '"').replace('""', ""))
+    assert message == "轴 {axis} 不是 x 的 {x.ndim} 个轴之一：" + "请换一个轴，从 0 或从末尾数起，" * 3 + "“再试”"
 
 
 def test_wrapping_keeps_code_whole_and_punctuation_off_the_line_start():
