@@ -215,7 +215,7 @@ class Status:
     misfits: list[str]  # translations that cannot go in their place: where, the entry, why
     words: int  # of English prose, over all entries
     obsolete: int
-    up_to_date: bool  # the file is what `translations update` would write now
+    up_to_date: bool  # the file has an entry for each piece of the English, where it is now, and no other
 
     @property
     def complete(self) -> bool:
@@ -248,7 +248,12 @@ def status(name: str, language: str = LANGUAGE) -> Status:
                 misfits.append(str(err))
     return Status(name, len(messages), len(messages) - len(fuzzy) - len(untranslated), fuzzy, untranslated, misfits,
                   sum(words(m.id) for m in messages), len(catalog.obsolete),
-                  path.exists() and path.read_bytes() == catalog_text(catalog))
+                  path.exists() and _entries(read_catalog(path)) == _entries(catalog))
+
+
+def _entries(catalog: Catalog) -> dict[str, set]:
+    # what `translations update` decides, whatever the file's layout (an editor may wrap its lines)
+    return {m.id: set(m.locations) for m in catalog if m.id}
 
 
 def where(message: Message) -> str:

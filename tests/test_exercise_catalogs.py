@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import io
 import re
 
 import nbformat
 import pytest
 from babel.messages.catalog import Catalog
+from babel.messages.pofile import write_po
 
 from autograder import course
 from courseware import learner_package, translatable as tr, translations
@@ -43,14 +45,18 @@ def stand_in_catalog(name: str) -> Catalog:
     return catalog
 
 
-def test_every_catalog_holds_what_the_english_says_now():
+@pytest.fixture(scope="module")
+def statuses() -> dict[str, translations.Status]:
+    return {name: translations.status(name) for name in translations.catalog_names()}
+
+
+def test_every_catalog_holds_what_the_english_says_now(statuses):
     """`make translations` has been run since solutions/ last changed: else the new English has no
     entry to translate and its notebook could not be made."""
     stale = []
-    for name in translations.catalog_names():
+    for name, state in statuses.items():
         path = translations.catalog_path(name)
         assert path.exists(), f"{path.relative_to(nbt.ROOT)} is missing: run `make translations`"
-        state = translations.status(name)
         if not state.up_to_date:
             on_disk = {m.id for m in translations.read_catalog(path) if m.id}
             new = [f"{f.where}:{f.line}: {f.piece.text[:60]!r}" for f in translations.english_pieces(name)
@@ -59,10 +65,10 @@ def test_every_catalog_holds_what_the_english_says_now():
     assert not stale, "run `make translations` (python -m courseware translations update):\n" + "\n".join(stale)
 
 
-def test_every_translation_fits_its_place():
+def test_every_translation_fits_its_place(statuses):
     """Each translated entry of every catalog (complete or not) goes into its cell: a translator hears
     of a lost formula, a broken table row or docstring at once, not when the last entry is done."""
-    misfits = [m for name in translations.catalog_names() for m in translations.status(name).misfits]
+    misfits = [m for state in statuses.values() for m in state.misfits]
     assert not misfits, "\n".join(misfits)
 
 
@@ -175,6 +181,11 @@ def test_update_marks_changed_english_fuzzy_and_removed_english_obsolete(tmp_pat
     for message in catalog:
         message.string = stand_in(message.id) if message.id else message.string
     translations.write_catalog(name, catalog)
+    assert translations.status(name).complete
+    # a translator's editor wraps the lines its own way: the catalog still holds what it held
+    wrapped = io.BytesIO()
+    write_po(wrapped, catalog, width=76)
+    translations.catalog_path(name).write_bytes(wrapped.getvalue())
     assert translations.status(name).complete
     english = translations.english_pieces(name)
 
