@@ -1,4 +1,4 @@
-"""What learners get: notebooks released from solutions/, reference modules, chapter wheels, the install cell.
-Run by `python -m courseware release` (make release) and at the end of `make book` (book/_ext/learner_links.py).
+"""What learners get: notebooks released from solutions/, reference modules, chapter wheels, the install cell, the Chinese book.
+Run by `python -m courseware release` (make release), by `make book` (book/_ext/learner_links.py, `courseware book-zh`), `make translations`.
 May import: courseware, autograder.course and autograder.chapter_view, third-party packages; nothing else.
 """
