@@ -860,9 +860,8 @@ def _require_chromium() -> None:
 
 
 @pytest.fixture(scope="session")
-def visits(html, book, chinese_reading) -> dict:
-    """The English pages, each in a Chromium of its own; the Chinese ones as one Chromium read
-    them (``chinese_reading``)."""
+def visits(html, book) -> dict:
+    """The English pages, each in a Chromium of its own (the Chinese ones: ``chinese_reading``)."""
     _require_chromium()
     shots = book.out / "screenshots"
     result = {}
@@ -870,21 +869,27 @@ def visits(html, book, chinese_reading) -> dict:
         for doc in page_docs():
             png = shots / (doc.replace("/", "__") + ".png")
             result[doc] = browser.visit(f"{base}/{doc}.html", screenshot=png)
-    for doc in zh_docs():
-        seen = chinese_reading["pages"][doc]
-        result[doc] = browser.PageVisit(seen["requests"][0], dom=seen["dom"], screenshot=Path(seen["screenshot"]),
-                                        requests=seen["requests"] + chinese_reading["remote"])
     print(f"\nscreenshots of the book: {shots}")
     return result
 
 
+def _visit(request, doc: str) -> browser.PageVisit:
+    """The visit of an English page, or a Chinese page as the one Chromium of ``chinese_reading`` read it."""
+    if not doc.startswith(f"{ZH}/"):
+        return request.getfixturevalue("visits")[doc]
+    reading = request.getfixturevalue("chinese_reading")
+    seen = reading["pages"][doc]
+    return browser.PageVisit(seen["requests"][0], dom=seen["dom"], screenshot=Path(seen["screenshot"]),
+                             requests=seen["requests"] + reading["remote"])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("doc", page_docs() + zh_docs())
-def test_page_renders_offline_in_a_browser(visits, html, doc):
+def test_page_renders_offline_in_a_browser(request, html, doc):
     from bs4 import BeautifulSoup
     from PIL import Image
 
-    visit = visits[doc]
+    visit = _visit(request, doc)
     # 1. nothing but the loopback server was asked for anything
     assert not visit.remote_requests(), f"{doc} requested {visit.remote_requests()}"
     # 2. the screenshot is a page, not a blank or an error screen
@@ -1243,13 +1248,20 @@ def launch_book(tmp_path_factory) -> Path:
     )
     html = build / "_build" / "html"
     assert proc.returncode == 0 and (html / "index.html").is_file(), (proc.stdout + proc.stderr)[-5000:]
+    return html
+
+
+@pytest.fixture(scope="module")
+def launch_book_zh(launch_book) -> Path:
+    """``launch_book`` with its Chinese edition, built as ``make book`` builds it, in its ``zh/``."""
+    build = launch_book.parent.parent  # <out>/build/_build/html; the configuration in <out>
     proc = subprocess.run(
-        [sys.executable, "-m", "courseware", "book-zh", "--config", str(out / "_config.yml"),
-         "--toc", str(out / "_toc.yml"), "--path-output", str(build)],
+        [sys.executable, "-m", "courseware", "book-zh", "--config", str(build.parent / "_config.yml"),
+         "--toc", str(build.parent / "_toc.yml"), "--path-output", str(build)],
         cwd=REPO, capture_output=True, text=True, timeout=1800,
     )
-    assert proc.returncode == 0 and (html / ZH / "index.html").is_file(), (proc.stdout + proc.stderr)[-5000:]
-    return html
+    assert proc.returncode == 0 and (launch_book / ZH / "index.html").is_file(), (proc.stdout + proc.stderr)[-5000:]
+    return launch_book
 
 
 def _editions() -> list[tuple[str, str]]:
@@ -1257,11 +1269,17 @@ def _editions() -> list[tuple[str, str]]:
     return [("", "en"), (f"{ZH}/", "zh_CN")]
 
 
+def _launch_book(request, folder: str) -> Path:
+    return request.getfixturevalue("launch_book_zh" if folder else "launch_book")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("folder, language", _editions())
-def test_launch_buttons_open_each_exercise_notebook(launch_book, folder, language):
+def test_launch_buttons_open_each_exercise_notebook(request, folder, language):
     """An exercise page's launch buttons open its notebook, the Chinese one in the Chinese edition."""
     from courseware import book as editions
+
+    launch_book = _launch_book(request, folder)
 
     org_repo = HOME["repository"].removeprefix("https://github.com/")
     for doc in exercise_docs():
@@ -1291,9 +1309,11 @@ def test_launch_buttons_open_each_exercise_notebook(launch_book, folder, languag
 
 @pytest.mark.slow
 @pytest.mark.parametrize("folder, language", _editions())
-def test_exercise_page_offers_the_chapters_package(launch_book, folder, language):
+def test_exercise_page_offers_the_chapters_package(request, folder, language):
     """Both editions offer the same wheel: the English edition's copy."""
     from courseware import learner_package
+
+    launch_book = _launch_book(request, folder)
 
     for doc in exercise_docs():
         page = launch_book / f"{folder}{doc}.html"

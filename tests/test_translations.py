@@ -11,7 +11,8 @@ and follow docs/translating.md wherever a machine can tell.
 * **Style** (translated entries): full-width punctuation after a Chinese character; one
   half-width space between Chinese and Latin letters, digits, inline code or math, none beside
   full-width punctuation; the markup of the English kept (the same code spans, formulas, link and
-  role targets, footnotes, as many bold and emphasis marks).
+  role targets, footnotes, as many bold and emphasis marks, and in an entry flagged
+  ``python-format`` or ``python-brace-format`` the same fields a program fills in).
 * **Terms**: every glossary table (``| English | 中文 |``) of the English pages agrees with
   ``locale/zh_CN/terms.csv``; an entry whose English uses a listed term uses the listed Chinese
   term (a translator comment ``# not a term: <English term>: <why>`` exempts one entry where the
@@ -260,10 +261,26 @@ def markup(text: str) -> dict[str, Counter]:
     }
 
 
+BRACE_FIELD = re.compile(r"(?<!\{)\{[A-Za-z_]?[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?\}(?!\})")
+PERCENT_FIELD = re.compile(r"%(?:\([\w]+\))?[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc%]")
+
+
+def format_fields(message: Message, text: str) -> Counter:
+    """The fields a program fills in (``{name}``, ``%(name)s``) of an entry flagged as a format."""
+    fields = Counter()
+    if "python-brace-format" in message.flags:
+        fields.update(BRACE_FIELD.findall(text))
+    if "python-format" in message.flags:
+        fields.update(PERCENT_FIELD.findall(text))
+    return fields
+
+
 def markup_problems(message: Message) -> list[str]:
     if not message.string or message.string == message.id:
         return []
     english, chinese = markup(message.id), markup(message.string)
+    english["format fields"] = format_fields(message, message.id)
+    chinese["format fields"] = format_fields(message, message.string)
     found = []
     for kind, want in english.items():
         got = chinese[kind]
@@ -573,6 +590,11 @@ def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
         one("See {doc}`the exercises <../a/b>`.", "见 {doc}`练习 <../a/c>`。")))
     assert any("bold" in p for p in markup_problems(one("A **key** idea.", "一个关键的想法。")))
     assert any("emphasis" in p for p in markup_problems(one("A *soft* look-up.", "软查找。")))
+    field = Message("Expected {expected!r}, got %(got)s.", "应为 {expected!r}，得到 %(got)s。",
+                    flags=["python-brace-format", "python-format"])
+    assert markup_problems(field) == []
+    field.string = "应为 {expect!r}，得到 %(got)d。"
+    assert any("format fields" in p and "{expected!r}" in p and "%(got)s" in p for p in markup_problems(field))
     # terms: the listed term, the longer one first, the exemption needs a reason
     assert term_problems(one("The kernel's width.", "核的宽度。"), term_list)
     assert term_problems(one("A Gaussian kernel.", "一个高斯核。"), term_list) == []
