@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book test test-fast release translations grade clean bench-grade bench-coordinator bench train-budget validate-slow
+.PHONY: install install-sandbox system book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -41,10 +41,23 @@ system:
 	  fc-list 2>/dev/null | grep -qi wenquanyi || { $(APT_INSTALL) $(APT_PACKAGES) >/dev/null; }
 
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
-# in _build/html/_static/wheels/ (book/_ext/learner_links.py).
+# in _build/html/_static/wheels/ (book/_ext/learner_links.py); then the Chinese edition in
+# _build/html/zh/, from the catalogs in locale/zh_CN/, executing nothing: the pages' outputs come
+# from the English build's cache (courseware/book.py).
 book: $(STAMP)
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
 	$(BIN)/jupyter-book build . -W --keep-going
+	$(BIN)/python -m courseware book-zh -W --keep-going
+
+# After an English edit, every catalog under locale/zh_CN/ brought up to date with it: new English
+# gets an empty entry, changed English a fuzzy one (its old translation kept), removed English an
+# obsolete one. The book's: the templates from Sphinx's gettext builder (nothing executed), then
+# sphinx-intl; the exercises': Babel, from solutions/ (its line per catalog says what is left).
+# tests/test_translations.py lists what is left to translate (docs/translating.md).
+translations: $(STAMP)
+	$(BIN)/python -m courseware pot _build/gettext
+	$(BIN)/sphinx-intl update -p _build/gettext -l zh_CN -d locale -w 0
+	$(BIN)/python -m courseware translations update
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
 test: $(STAMP) system
@@ -61,12 +74,6 @@ test-fast: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m courseware release
 	$(BIN)/python -m courseware wheels _build/wheels
-
-# The Chinese catalogs (locale/zh_CN/LC_MESSAGES/) brought up to date with the English: new English
-# gets an empty entry, changed English a fuzzy one (its old translation kept), removed English an
-# obsolete one; each catalog's line says what is left to translate (docs/maintainers.md).
-translations: $(STAMP)
-	$(BIN)/python -m courseware translations update
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
 grade: $(STAMP) install-sandbox

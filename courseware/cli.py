@@ -1,5 +1,5 @@
-"""Command line: ``python -m courseware {release,wheels,translations} ...`` (``make release``,
-``make translations``)."""
+"""Command line: ``python -m courseware {release,wheels,translations,book-zh,pot} ...``
+(``make release``, ``make book``, ``make translations``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from autograder.course import REPO, GradingError, assignments
-from courseware import forbidden_table, learner_package, reference_modules, translations
+from courseware import book, forbidden_table, learner_package, reference_modules, translations
 from courseware.release import release, release_translated
 
 
@@ -28,6 +28,16 @@ def _parser() -> argparse.ArgumentParser:
     catalogs.add_argument("names", nargs="*", help="catalogs: assignment names or 'common' (default: all)")
     catalogs.add_argument("--entries", action="store_true", help="also list each entry to translate, with its location")
     catalogs.add_argument("--check", action="store_true", help="status: exit 1 unless every catalog is up to date and complete")
+    edition = sub.add_parser("book-zh", help="build the Chinese edition of the book into _build/html/zh/ "
+                             "(after the English build, whose executed pages it reuses)")
+    edition.add_argument("--path-output", type=Path, default=None,
+                         help="the folder holding _build/ (as jupyter-book build --path-output)")
+    edition.add_argument("-W", dest="warningiserror", action="store_true", help="warnings are errors")
+    edition.add_argument("--keep-going", action="store_true", help="with -W, report every warning before failing")
+    edition.add_argument("--config", type=Path, default=None, help="another _config.yml (as jupyter-book build --config)")
+    edition.add_argument("--toc", type=Path, default=None, help="another _toc.yml (as jupyter-book build --toc)")
+    pot = sub.add_parser("pot", help="write the templates of the book's catalogs (book/<page>.pot, book_ui.pot) into DEST")
+    pot.add_argument("dest", type=Path, nargs="?", default=REPO / "_build" / "gettext")
     return parser
 
 
@@ -97,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
         elif args.command == "translations":
             return _catalogs(args)
+        elif args.command == "book-zh":
+            return book.build_edition("zh_CN", path_output=args.path_output, config=args.config, toc=args.toc,
+                                      warningiserror=args.warningiserror, keep_going=args.keep_going)
+        elif args.command == "pot":
+            for path in book.write_templates(args.dest):
+                print(f"wrote {path}")
     except (GradingError, translations.TranslationError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,633 @@
+"""The Chinese edition's catalogs (``locale/zh_CN/LC_MESSAGES/**/*.po``) are complete, current,
+and follow docs/translating.md wherever a machine can tell.
+
+* **Complete and current.** The templates of the book's catalogs are made again into a temporary
+  folder (``python -m courseware pot``: Sphinx's gettext builder, nothing executed, a few
+  seconds) and compared with the catalogs: a paragraph of the English that its catalog lacks
+  (missing), an entry whose English is gone (stale), a page without a catalog or a catalog
+  without a page fail, and so does, in every catalog, an empty or fuzzy entry. Each failure names
+  the catalog, the page and the paragraph (its first words and its ``#:`` location). The fix is
+  ``make translations``, then translating what is listed.
+* **Style** (translated entries): full-width punctuation after a Chinese character; one
+  half-width space between Chinese and Latin letters, digits, inline code or math, none beside
+  full-width punctuation; the markup of the English kept (the same code spans, formulas, link and
+  role targets, footnotes, as many bold and emphasis marks, and in an entry flagged
+  ``python-format`` or ``python-brace-format`` the same fields a program fills in).
+* **Terms**: every glossary table (``| English | 中文 |``) of the English pages agrees with
+  ``locale/zh_CN/terms.csv``; an entry whose English uses a listed term uses the listed Chinese
+  term (a translator comment ``# not a term: <English term>: <why>`` exempts one entry where the
+  word means something else, e.g. a GPU's memory); a term's ``also_in_use`` is mentioned at most
+  once in the whole edition, on the page that first explains the term.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pytest
+from babel.messages.catalog import Catalog, Message
+from babel.messages.pofile import read_po, write_po
+
+REPO = Path(__file__).resolve().parent.parent
+LOCALE = REPO / "locale" / "zh_CN"
+CATALOGS = LOCALE / "LC_MESSAGES"
+TERMS = LOCALE / "terms.csv"
+#: where ``make translations`` writes the templates: the catalogs' ``#:`` locations are relative to it
+TEMPLATE_DIR = REPO / "_build" / "gettext"
+#: Commands that write templates into ``{dest}``, at the paths their catalogs have under
+#: ``LC_MESSAGES`` (``book/<page>.pot`` for ``book/<page>.po``). A family of catalogs whose
+#: templates a command makes adds it here; the others are checked entry by entry only.
+TEMPLATE_COMMANDS = [
+    [sys.executable, "-m", "courseware", "pot", "{dest}"],
+]
+#: how much of a paragraph a failure quotes
+WORDS = 8
+SHOWN = 60
+
+# ------------------------------------------------------------------------------ reading catalogs
+
+
+def catalog_files() -> list[Path]:
+    return sorted(CATALOGS.rglob("*.po"))
+
+
+def load(path: Path) -> Catalog:
+    with path.open("rb") as f:
+        return read_po(f, locale="zh_CN")
+
+
+def entries(catalog: Catalog) -> list[Message]:
+    """The catalog's messages, without its header and its obsolete (``#~``) entries."""
+    return [m for m in catalog if m.id]
+
+
+def _key(message: Message) -> tuple:
+    return (message.context, message.id)
+
+
+def first_words(text: str) -> str:
+    words = " ".join(text.split()).split(" ")
+    return " ".join(words[:WORDS]) + (" …" if len(words) > WORDS else "")
+
+
+def location(message: Message, base: Path = TEMPLATE_DIR) -> str:
+    """The message's first ``#:`` location, relative to the repository where it lies in it."""
+    if not message.locations:
+        return "(no location)"
+    filename, line = message.locations[0]
+    path = (base / filename).resolve() if not Path(filename).is_absolute() else Path(filename)
+    try:
+        filename = path.relative_to(REPO).as_posix()
+    except ValueError:
+        pass
+    return f"{filename}:{line}" if line else filename
+
+
+def name(path: Path) -> str:
+    try:
+        return path.relative_to(REPO).as_posix()
+    except ValueError:
+        return path.name
+
+
+def where(catalog: Path, message: Message, base: Path = TEMPLATE_DIR) -> str:
+    """``<catalog>: <page>:<line> "<first words of the English>"``."""
+    return f'{name(catalog)}: {location(message, base)} "{first_words(message.id)}"'
+
+
+# --------------------------------------------------------------------------- complete and current
+
+
+def write_templates(dest: Path) -> None:
+    for command in TEMPLATE_COMMANDS:
+        done = subprocess.run([part.replace("{dest}", str(dest)) for part in command],
+                              cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{' '.join(command)} failed:\n{(done.stdout + done.stderr)[-4000:]}"
+
+
+def entry_problems(path: Path, catalog: Catalog) -> list[str]:
+    """Empty and fuzzy entries."""
+    problems = []
+    for message in entries(catalog):
+        if not message.string:
+            problems.append(f"{where(path, message)}: not translated")
+        elif message.fuzzy:
+            problems.append(f"{where(path, message)}: fuzzy: the English changed; check the translation "
+                            "against it, then delete the `#, fuzzy` line")
+    return problems
+
+
+def template_problems(path: Path, catalog: Catalog, template: Catalog, template_dir: Path) -> list[str]:
+    """Paragraphs of the English that the catalog lacks, and entries whose English is gone."""
+    have = {_key(m): m for m in entries(catalog)}
+    want = {_key(m): m for m in entries(template)}
+    problems = [f"{where(path, m, template_dir)}: missing: the English has this paragraph, the catalog "
+                "not (run `make translations`)" for k, m in want.items() if k not in have]
+    problems += [f"{where(path, m)}: stale: the English no longer has this paragraph (run `make translations`)"
+                 for k, m in have.items() if k not in want]
+    return problems
+
+
+def completeness_problems(catalogs_dir: Path, template_dir: Path | None) -> list[str]:
+    """Every problem of the catalogs under ``catalogs_dir`` against the templates in
+    ``template_dir`` (None: entry by entry only)."""
+    problems = []
+    templates = {p.relative_to(template_dir).with_suffix(".po"): p
+                 for p in sorted(template_dir.rglob("*.pot"))} if template_dir else {}
+    for rel, pot in templates.items():
+        if not (catalogs_dir / rel).is_file():
+            problems.append(f"{name(catalogs_dir / rel)}: missing catalog of {rel.with_suffix('')} "
+                            "(run `make translations`)")
+    for path in sorted(catalogs_dir.rglob("*.po")):
+        catalog = load(path)
+        problems += entry_problems(path, catalog)
+        rel = path.relative_to(catalogs_dir)
+        if rel in templates:
+            with templates[rel].open("rb") as f:
+                problems += template_problems(path, catalog, read_po(f), template_dir)
+        elif templates and any(rel.parts[0] == t.parts[0] and len(t.parts) > 1 for t in templates):
+            # a catalog of the family (book/) whose page is gone
+            problems.append(f"{name(path)}: no page {rel.with_suffix('')} in the book any more: delete the catalog")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("templates") / "gettext"
+    write_templates(dest)
+    return dest
+
+
+def _report(problems: list[str], what: str) -> str:
+    shown = "\n".join(problems[:SHOWN])
+    more = f"\n... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+    return f"{len(problems)} {what}:\n{shown}{more}"
+
+
+def test_every_catalog_is_complete_and_current(templates):
+    assert catalog_files(), f"no catalog under {CATALOGS}"
+    assert sorted(templates.rglob("*.pot")), "the book's templates were not made"
+    problems = completeness_problems(CATALOGS, templates)
+    assert not problems, _report(problems, "entries to translate or update (docs/translating.md)")
+
+
+# ---------------------------------------------------------------------------------------- style
+
+CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+HAN = re.compile(f"[{CJK}]")
+FULL_WIDTH = "，。：；！？“”‘’（）、《》【】…—"
+LATIN = "A-Za-z0-9"
+OPAQUE = "\x00"  # stands for what is neither Chinese nor Latin text (a cross-reference, display math)
+
+QUOTE = re.compile(r"“[^“”]*”")
+ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
+CODE = re.compile(r"(`+)(.+?)\1", re.S)
+DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)((?:\\.|[^$\\])+?)\$")
+LINK = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?[^)]*\)")
+FOOTNOTE = re.compile(r"\[\^([^\]]+)\]")
+BOLD = re.compile(r"\*\*|__")
+EMPHASIS = re.compile(r"(?<![\\*])\*(?!\*)")
+
+
+def _role_target(content: str) -> str:
+    explicit = re.search(r"<([^<>]+)>\s*$", content)
+    return (explicit.group(1) if explicit else content).strip()
+
+
+def quotations(msgid: str, msgstr: str) -> list[str]:
+    """The notes' quotations (“…” holding Chinese) that the translation carries over unchanged."""
+    return [q for q in QUOTE.findall(msgid) if HAN.search(q) and q in msgstr]
+
+
+def prose(text: str, keep: list[str] = ()) -> str:
+    """``text`` as a reader sees its words: inline code and math become the Latin ``X``, links
+    their text, markup marks vanish; the quotations ``keep`` and cross-references become
+    ``OPAQUE``."""
+    for quote in keep:
+        text = text.replace(quote, OPAQUE)
+    text = ROLE.sub(lambda m: "X" if m.group(1) == "math" else OPAQUE, text)
+    text = CODE.sub("X", text)
+    text = DISPLAY_MATH.sub(OPAQUE, text)
+    text = INLINE_MATH.sub("X", text)
+    text = LINK.sub(lambda m: m.group(1), text)
+    text = FOOTNOTE.sub(OPAQUE, text)
+    return text.replace("**", "").replace("*", "")
+
+
+def style_problems(message: Message) -> list[str]:
+    """What breaks docs/translating.md's punctuation and spacing rules in a translation."""
+    if not message.string or message.string == message.id or not HAN.search(message.string):
+        return []
+    text = prose(message.string, quotations(message.id, message.string))
+    found = []
+    for match in re.finditer(f"([{CJK}])([,.:;!?])|([{CJK}])([()\"])|([()\"])([{CJK}])", text):
+        found.append(f"half-width {match.group(0)!r}: full-width punctuation in Chinese prose (，。：；！？（）“”)")
+    for match in re.finditer(f"[{CJK}][{LATIN}]|[{LATIN}][{CJK}]", text):
+        found.append(f"no space in {match.group(0)!r}: one half-width space between Chinese and Latin text, "
+                     "digits, code or math")
+    for match in re.finditer(f"[{CJK}] {{2,}}[{LATIN}]|[{LATIN}] {{2,}}[{CJK}]", text):
+        found.append(f"{match.group(0)!r}: one space, not more")
+    for match in re.finditer(f"[ \t]+[{FULL_WIDTH}]|[{FULL_WIDTH}][ \t]+", text):
+        found.append(f"{match.group(0)!r}: no space beside full-width punctuation")
+    return found
+
+
+def markup(text: str) -> dict[str, Counter]:
+    """What a translation must keep of its English: code spans, formulas, the targets of links,
+    cross-references and footnotes, the number of bold and emphasis marks."""
+    roles = Counter((m.group(1), _role_target(m.group(2))) for m in ROLE.finditer(text))
+    rest = ROLE.sub(" ", text)
+    code = Counter(m.group(2).strip() for m in CODE.finditer(rest))
+    rest = CODE.sub(" ", rest)
+    display = Counter(" ".join(m.group(1).split()) for m in DISPLAY_MATH.finditer(rest))
+    rest = DISPLAY_MATH.sub(" ", rest)
+    inline = Counter(" ".join(m.group(1).split()) for m in INLINE_MATH.finditer(rest))
+    rest = INLINE_MATH.sub(" ", rest)
+    links = Counter(m.group(2) for m in LINK.finditer(rest))
+    footnotes = Counter(FOOTNOTE.findall(rest))
+    bold = len(BOLD.findall(rest))
+    emphasis = len(EMPHASIS.findall(BOLD.sub("", rest)))
+    return {
+        "inline code": code, "math": inline + display, "cross-reference targets": roles,
+        "link targets": links, "footnotes": footnotes,
+        "bold marks": Counter({"**": bold}), "emphasis marks": Counter({"*": emphasis}),
+    }
+
+
+BRACE_FIELD = re.compile(r"(?<!\{)\{[A-Za-z_]?[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?\}(?!\})")
+PERCENT_FIELD = re.compile(r"%(?:\([\w]+\))?[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc%]")
+
+
+def format_fields(message: Message, text: str) -> Counter:
+    """The fields a program fills in (``{name}``, ``%(name)s``) of an entry flagged as a format."""
+    fields = Counter()
+    if "python-brace-format" in message.flags:
+        fields.update(BRACE_FIELD.findall(text))
+    if "python-format" in message.flags:
+        fields.update(PERCENT_FIELD.findall(text))
+    return fields
+
+
+def markup_problems(message: Message) -> list[str]:
+    if not message.string or message.string == message.id:
+        return []
+    english, chinese = markup(message.id), markup(message.string)
+    english["format fields"] = format_fields(message, message.id)
+    chinese["format fields"] = format_fields(message, message.string)
+    found = []
+    for kind, want in english.items():
+        got = chinese[kind]
+        if want != got:
+            lost, added = sorted((want - got).elements()), sorted((got - want).elements())
+            found.append(f"{kind} differ from the English" + (f"; lost {lost}" if lost else "")
+                         + (f"; added {added}" if added else ""))
+    return found
+
+
+def translated(path: Path) -> list[Message]:
+    return [m for m in entries(load(path)) if m.string and not m.fuzzy]
+
+
+def test_translations_follow_the_punctuation_and_spacing_rules():
+    problems = [f"{where(p, m)}: {problem}" for p in catalog_files() for m in translated(p)
+                for problem in style_problems(m)]
+    assert not problems, _report(problems, "breaks of docs/translating.md's punctuation and spacing rules")
+
+
+def test_translations_keep_the_markup_of_the_english():
+    problems = [f"{where(p, m)}: {problem}" for p in catalog_files() for m in translated(p)
+                for problem in markup_problems(m)]
+    assert not problems, _report(problems, "translations that change the markup")
+
+
+# ---------------------------------------------------------------------------------------- terms
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str  # the row's key, as in terms.csv
+    chinese: str
+    also_in_use: str
+    first_explained: str  # e.g. book/ch01_attention_pooling
+    variants: tuple[str, ...]  # the English words that call for it
+    accepted: tuple[str, ...]  # the Chinese words that satisfy it
+
+
+def read_terms(path: Path = TERMS) -> list[dict]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+PARENTHESIS = re.compile(r"\s*[(（]([^()（）]*)[)）]\s*")
+GLOSS = re.compile(r"\s+\(([^()]*)\)")  # "softmax (归一化指数函数)": another name of the term
+OPTIONAL = re.compile(r"（[^（）]*）")  # "（注意力）头": a part the prose may leave out
+
+
+def _english_variants(text: str) -> list[str]:
+    """The English of a term as prose writes it: a parenthesis left out or read inline
+    ("saturation (of the softmax)"), pairs split ("overflow / underflow"), a shared head given
+    to a lone first word ("absolute / relative position")."""
+    plain = " ".join(PARENTHESIS.sub(" ", text).split())
+    inline = " ".join(re.sub(r"[()]", " ", text).split())
+    found = []
+    for form in dict.fromkeys([plain, inline]):
+        parts = [p.strip() for p in form.split(" / ")]
+        last = parts[-1].split(" ")
+        for part in parts:
+            if len(parts) > 1 and " " not in part and len(last) > 1 and part != parts[-1]:
+                part = " ".join([part, *last[1:]])
+            found.append(part)
+    return list(dict.fromkeys(found))
+
+
+def _chinese_forms(text: str) -> list[str]:
+    """The Chinese words that are the term: a half-width parenthesis after a space names it
+    another way ("softmax (归一化指数函数)": either), a full-width one is a part that may be
+    left out ("（注意力）头": 头)."""
+    found = []
+    for part in (p.strip() for p in text.split(" / ")):
+        glosses = [g.strip(" =") for g in GLOSS.findall(part)]
+        found += [OPTIONAL.sub("", GLOSS.sub("", part)).strip(), *glosses]
+    return [f for f in dict.fromkeys(found) if f]
+
+
+def terms(rows: list[dict] | None = None) -> list[Term]:
+    """The term list, a row per English variant. Comma-separated alternatives pair up
+    ("attention score, scoring function" / "注意力分数, 注意力评分函数"); pairs too."""
+    found = []
+    for row in read_terms() if rows is None else rows:
+        english = [e.strip() for e in row["english"].split(",")]
+        chinese = [c.strip() for c in row["chinese"].split(",")]
+        pairs = zip(english, chinese) if len(english) == len(chinese) else ((e, row["chinese"]) for e in english)
+        for en, zh in pairs:
+            en_parts, zh_parts = en.split(" / "), zh.split(" / ")
+            if len(en_parts) == len(zh_parts) > 1:
+                for e, z in zip(_english_variants(en), zh_parts):
+                    found.append(Term(row["english"], row["chinese"], row["also_in_use"], row["first_explained"],
+                                      (e,), tuple(_chinese_forms(z))))
+            else:
+                found.append(Term(row["english"], row["chinese"], row["also_in_use"], row["first_explained"],
+                                  tuple(_english_variants(en)), tuple(_chinese_forms(zh))))
+    return found
+
+
+def _pattern(variant: str) -> re.Pattern:
+    words = ["".join("[-–]" if c in "-–" else re.escape(c) for c in w) for w in variant.split(" ")]
+    last = words[-1]
+    if last.endswith("y") and len(last) > 2:
+        words[-1] = last[:-1] + "(?:y|ies)"
+    else:
+        words[-1] = last + "(?:s|es)?"
+    return re.compile(r"(?<![\w-])" + r"\s+".join(words) + r"(?![\w-])", re.I)
+
+
+def exemptions(message: Message) -> dict[str, str]:
+    """``{English term: why}`` from the entry's translator comments ``not a term: <term>: <why>``."""
+    found = {}
+    for comment in message.user_comments:
+        match = re.match(r"\s*not a term:\s*([^:]+?)\s*(?::\s*(.*))?$", comment)
+        if match:
+            found[match.group(1).lower()] = (match.group(2) or "").strip()
+    return found
+
+
+def term_problems(message: Message, term_list: list[Term]) -> list[str]:
+    """The listed terms the English uses whose Chinese term the translation lacks."""
+    if not message.string or message.string == message.id:
+        return []
+    english = prose(message.id, [q for q in QUOTE.findall(message.id) if HAN.search(q)])
+    chinese = prose(message.string).lower()
+    exempt = exemptions(message)
+    found = [f"the comment `not a term: {t}` must say why" for t, why in exempt.items() if not why]
+    taken: list[tuple[int, int]] = []
+    variants = sorted(((v, t) for t in term_list for v in t.variants), key=lambda vt: -len(vt[0]))
+    for variant, term in variants:
+        for match in _pattern(variant).finditer(english):
+            if any(a < match.end() and match.start() < b for a, b in taken):
+                continue  # part of a longer term ("Gaussian kernel" holds "kernel")
+            taken.append(match.span())
+            if term.english.lower() in exempt or variant.lower() in exempt:
+                continue
+            if not any(form.lower() in chinese for form in term.accepted):
+                found.append(f"the English says {match.group(0)!r}: terms.csv's term is "
+                             f"{' or '.join(term.accepted)} (or the comment `# not a term: {variant}: <why>`)")
+    return list(dict.fromkeys(found))
+
+
+def test_translations_use_the_term_list():
+    term_list = terms()
+    problems = [f"{where(p, m)}: {problem}" for p in catalog_files() for m in translated(p)
+                for problem in term_problems(m, term_list)]
+    assert not problems, _report(problems, "translations that leave the term list")
+
+
+def also_in_use_problems(catalogs: list[Path], rows: list[dict], catalogs_dir: Path = CATALOGS) -> list[str]:
+    """A term's other Chinese term is mentioned at most once, on the page that first explains it
+    (a notes' quotation carried over from the English does not count)."""
+    problems = []
+    for row in rows:
+        other = row["also_in_use"].strip()
+        if not other:
+            continue
+        seen = []
+        for path in catalogs:
+            for message in translated(path):
+                count = message.string.count(other) - message.id.count(other)
+                seen += [(path, message)] * max(count, 0)
+        home = catalogs_dir / f"{row['first_explained']}.po"
+        places = "; ".join(where(p, m) for p, m in seen)
+        if len(seen) > 1:
+            problems.append(f"{other!r} (the other term for {row['english']!r}) appears {len(seen)} times: {places}")
+        elif seen and seen[0][0] != home:
+            problems.append(f"{other!r} (the other term for {row['english']!r}) is mentioned in {places}, "
+                            f"not on the page that first explains the term, {row['first_explained']}")
+    return problems
+
+
+def test_other_terms_in_use_are_mentioned_once_where_the_term_is_explained():
+    problems = also_in_use_problems(catalog_files(), read_terms())
+    assert not problems, _report(problems, "mentions of the other terms in use")
+
+
+GLOSSARY_HEADER = re.compile(r"^\|\s*English\s*\|\s*中文\s*\|")
+
+
+def glossary_rows(page: Path) -> list[tuple[int, str, str]]:
+    """``(line, English, 中文)`` of each row of the page's glossary tables."""
+    rows, inside = [], False
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if GLOSSARY_HEADER.match(line):
+            inside = True
+            continue
+        if inside and not line.startswith("|"):
+            inside = False
+        if inside and not re.match(r"^\|\s*-", line):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            rows.append((number, cells[0], cells[1]))
+    return rows
+
+
+def glossary_problems(pages: list[Path], rows: list[dict]) -> list[str]:
+    listed = {r["english"]: r["chinese"] for r in rows}
+    problems = []
+    for page in pages:
+        for number, english, chinese in glossary_rows(page):
+            if english not in listed:
+                problems.append(f"{name(page)}:{number}: the glossary's {english!r} is not in terms.csv")
+            elif listed[english] != chinese:
+                problems.append(f"{name(page)}:{number}: the glossary gives {english!r} as {chinese!r}, "
+                                f"terms.csv as {listed[english]!r}")
+    return problems
+
+
+def book_pages() -> list[Path]:
+    return sorted((REPO / "book").glob("*.md"))
+
+
+def test_glossary_tables_agree_with_the_term_list():
+    rows = read_terms()
+    assert sum(len(glossary_rows(p)) for p in book_pages()) > 50, "found no glossary table in book/*.md"
+    assert len({r["english"] for r in rows}) == len(rows), "terms.csv lists an English term twice"
+    problems = glossary_problems(book_pages(), rows)
+    assert not problems, _report(problems, "glossary rows that disagree with locale/zh_CN/terms.csv")
+
+
+# ------------------------------------------------------------ the checks catch what they should
+
+
+def _catalog(entries_: list[dict]) -> Catalog:
+    catalog = Catalog(locale="zh_CN", fuzzy=False)
+    for e in entries_:
+        catalog.add(e["id"], e.get("string", ""), [("../../book/page.md", e.get("line", 1))],
+                    flags=["fuzzy"] if e.get("fuzzy") else [], user_comments=e.get("comments", []))
+    return catalog
+
+
+def _write(catalog: Catalog, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        write_po(f, catalog, width=0)
+    return path
+
+
+SAMPLE_TERMS = [
+    {"english": "attention pooling", "chinese": "注意力汇聚", "also_in_use": "注意力池化",
+     "first_explained": "book/page"},
+    {"english": "kernel", "chinese": "核函数", "also_in_use": "", "first_explained": "book/page"},
+    {"english": "Gaussian kernel", "chinese": "高斯核", "also_in_use": "", "first_explained": "book/page"},
+    {"english": "memory", "chinese": "记忆 (= 编码器输出)", "also_in_use": "", "first_explained": "book/page"},
+]
+GOOD = [
+    {"id": "Attention pooling", "string": "注意力汇聚", "line": 3},
+    {"id": "The weights of a **query** sum to 1, see `softmax` and $\\alpha_i$.",
+     "string": "一个**查询**的权重之和为 1，见 `softmax` 与 $\\alpha_i$。", "line": 5},
+    {"id": "A Gaussian kernel is a kernel; the *attention pooling* of {doc}`the exercises <../notebooks/a/b>`.",
+     "string": "高斯核（Gaussian kernel）是一种核函数；{doc}`练习 <../notebooks/a/b>` 中的*注意力汇聚*，也译作注意力池化。",
+     "line": 7},
+    {"id": "Peak memory grows with the length.", "string": "峰值内存随长度增长。", "line": 9,
+     "comments": ["not a term: memory: a computer's memory, 内存"]},
+    {"id": "\\alpha = \\operatorname{softmax}(a)", "string": "\\alpha = \\operatorname{softmax}(a)", "line": 11},
+]
+
+
+def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
+    term_list = terms(SAMPLE_TERMS)
+    pot = _write(_catalog([{"id": e["id"], "line": e["line"]} for e in GOOD]), tmp_path / "pot" / "book" / "page.pot")
+    good = _write(_catalog(GOOD), tmp_path / "good" / "book" / "page.po")
+    # green on a complete catalog
+    assert completeness_problems(good.parent.parent, pot.parent.parent) == []
+    for message in entries(load(good)):
+        assert style_problems(message) == [] and markup_problems(message) == [], message.id
+        assert term_problems(message, term_list) == [], message.id
+    assert also_in_use_problems([good], SAMPLE_TERMS, good.parent.parent) == []
+
+    # red: an untranslated, a fuzzy, a stale entry, a missing paragraph, a page's catalog missing
+    broken = [dict(e) for e in GOOD]
+    broken[0]["string"] = ""
+    broken[1]["fuzzy"] = True
+    broken[2]["id"] = "A Gaussian kernel is a kernel (the old English)."
+    del broken[3]
+    bad = _write(_catalog(broken), tmp_path / "bad" / "book" / "page.po")
+    _write(_catalog([{"id": "New page", "line": 1}]), tmp_path / "pot" / "book" / "new.pot")
+    problems = "\n".join(completeness_problems(bad.parent.parent, pot.parent.parent))
+    assert 'book/page.md:3 "Attention pooling": not translated' in problems, problems
+    assert '"The weights of a **query** sum to 1, …": fuzzy' in problems, problems
+    assert '"A Gaussian kernel is a kernel (the old …": stale' in problems, problems
+    assert 'book/page.md:9 "Peak memory grows with the length.": missing' in problems, problems
+    assert '"A Gaussian kernel is a kernel; the *attention …": missing' in problems, problems
+    assert "missing catalog of book/new" in problems, problems
+    assert len(problems.splitlines()) == 6, problems
+    # a catalog whose page is gone
+    _write(_catalog(GOOD), tmp_path / "good" / "book" / "gone.po")
+    assert any("no page book/gone" in p for p in completeness_problems(good.parent.parent, pot.parent.parent))
+
+    def one(id_: str, string: str, comments=()) -> Message:
+        return Message(id_, string, user_comments=list(comments))
+
+    # punctuation and spacing
+    assert style_problems(one("The sum, then the mean.", "先求和,再取平均.")) and \
+        len(style_problems(one("The sum, then the mean.", "先求和,再取平均."))) == 2
+    assert any("no space" in p for p in style_problems(one("57 tokens", "共57个词元")))
+    assert any("no space" in p for p in style_problems(one("Call `f` first.", "先调用`f`。")))
+    assert any("no space" in p for p in style_problems(one("Scale by $s$.", "用$s$ 缩放。")))
+    assert any("one space" in p for p in style_problems(one("Scale by $s$.", "用  $s$ 缩放。")))
+    assert any("beside full-width" in p for p in style_problems(one("Sum, mean.", "求和 ，取平均。")))
+    assert any("half-width '聚('" in p for p in style_problems(one("Pooling (attention).", "汇聚(注意力)。")))
+    assert style_problems(one("A tensor of shape (B, T, D).", "形状为 (B, T, D) 的张量。")) == []
+    quote = "“会把结果除以一个常数D_k”"
+    assert style_problems(one(f"{quote} (notes 001): wrong.", f"{quote}（笔记 001）：有误。")) == []
+    # markup
+    assert any("inline code" in p for p in markup_problems(one("Call `f(x)`.", "调用 `g(x)`。")))
+    assert any("math" in p for p in markup_problems(one("Scale by $\\sqrt d$.", "用 $d$ 缩放。")))
+    assert any("cross-reference" in p for p in markup_problems(
+        one("See {doc}`the exercises <../a/b>`.", "见 {doc}`练习 <../a/c>`。")))
+    assert any("bold" in p for p in markup_problems(one("A **key** idea.", "一个关键的想法。")))
+    assert any("emphasis" in p for p in markup_problems(one("A *soft* look-up.", "软查找。")))
+    field = Message("Expected {expected!r}, got %(got)s.", "应为 {expected!r}，得到 %(got)s。",
+                    flags=["python-brace-format", "python-format"])
+    assert markup_problems(field) == []
+    field.string = "应为 {expect!r}，得到 %(got)d。"
+    assert any("format fields" in p and "{expected!r}" in p and "%(got)s" in p for p in markup_problems(field))
+    # terms: the listed term, the longer one first, the exemption needs a reason
+    assert term_problems(one("The kernel's width.", "核的宽度。"), term_list)
+    assert term_problems(one("A Gaussian kernel.", "一个高斯核。"), term_list) == []
+    assert term_problems(one("Peak memory.", "峰值内存。"), term_list)
+    assert term_problems(one("Peak memory.", "峰值内存。", ["not a term: memory"]), term_list)
+    assert term_problems(one("Two kernels.", "两个核函数。"), term_list) == []
+    # the other term in use: once, and on the page that explains the term
+    twice = _write(_catalog([{"id": "Pooling", "string": "注意力汇聚，也译作注意力池化。"},
+                             {"id": "Pooling again", "string": "注意力池化。"}]),
+                   tmp_path / "twice" / "book" / "page.po")
+    assert "appears 2 times" in "\n".join(also_in_use_problems([twice], SAMPLE_TERMS, twice.parent.parent))
+    elsewhere = _write(_catalog([{"id": "Pooling", "string": "注意力汇聚，也译作注意力池化。"}]),
+                       tmp_path / "else" / "book" / "other.po")
+    assert "not on the page" in "\n".join(also_in_use_problems([elsewhere], SAMPLE_TERMS, elsewhere.parent.parent))
+    # a glossary row against the list
+    page = tmp_path / "glossary.md"
+    page.write_text("## Glossary\n\n| English | 中文 |\n| --- | --- |\n| kernel | 核 |\n| tiling | 分块 |\n")
+    problems = glossary_problems([page], SAMPLE_TERMS)
+    assert len(problems) == 2 and "'核'" in problems[0] and "'tiling' is not in terms.csv" in problems[1], problems
+
+
+def test_term_list_reads_its_rows_as_prose_writes_them():
+    by_variant = {v: t for t in terms() for v in t.variants}
+    assert by_variant["attention score"].accepted == ("注意力分数",)
+    assert by_variant["scoring function"].accepted == ("注意力评分函数",)
+    assert by_variant["underflow"].accepted == ("下溢",)
+    assert by_variant["relative position"].accepted == ("相对位置",)
+    assert by_variant["absolute position"].accepted == ("绝对位置",)
+    assert by_variant["end of sequence"].accepted == ("序列结束符",)
+    assert set(by_variant["softmax"].accepted) == {"softmax", "归一化指数函数"}
+    assert by_variant["saturation"].accepted == ("饱和",)
+    assert "saturation of the softmax" in by_variant
+    assert by_variant["head"].accepted == ("头",) and "attention head" in by_variant
+    assert _pattern("query").search("the queries") and not _pattern("mask").search("masked")
+    assert _pattern("bias–variance trade-off").search("the bias-variance trade-offs")
+    assert PurePosixPath(TERMS.relative_to(REPO)).as_posix() == "locale/zh_CN/terms.csv"
