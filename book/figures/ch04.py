@@ -11,6 +11,7 @@ from torch import nn
 from attention_course.reference.ch02 import masked_softmax
 from attention_course.reference.ch04 import MultiHeadAttention, merge_heads, mha_param_count, split_heads
 from attention_course.twins import to_torch_multihead
+from figures.i18n import _
 
 
 def plot_split_heads(T: int = 3, D: int = 6, num_heads: int = 2):
@@ -44,11 +45,11 @@ def plot_split_heads(T: int = 3, D: int = 6, num_heads: int = 2):
     widths = [D] + [d] * num_heads
     fig, axes = plt.subplots(1, num_heads + 1, figsize=(1.0 + 0.55 * (D + D + num_heads), 0.55 * T + 1.1),
                              gridspec_kw={"width_ratios": widths})
-    colour = [[to_rgba(palette[(c // d) % len(palette)], 0.45) for c in range(D)] for _ in range(T)]
+    colour = [[to_rgba(palette[(c // d) % len(palette)], 0.45) for c in range(D)] for _row in range(T)]
     draw(axes[0], X[0].numpy(), colour, f"X: (T, D) = ({T}, {D})")
     for i in range(num_heads):
-        colour = [[to_rgba(palette[i % len(palette)], 0.45)] * d for _ in range(T)]
-        draw(axes[i + 1], heads[i].numpy(), colour, f"head {i}: (T, d) = ({T}, {d})")
+        colour = [[to_rgba(palette[i % len(palette)], 0.45)] * d for _row in range(T)]
+        draw(axes[i + 1], heads[i].numpy(), colour, _("head {i}: (T, d) = ({T}, {d})", i=i, T=T, d=d))
     fig.suptitle(f"split_heads(X, {num_heads}): (1, {T}, {D}) -> (1, {num_heads}, {T}, {d})", fontsize=11)
     fig.tight_layout()
     return fig
@@ -109,7 +110,8 @@ def plot_toy_heads(sentence=TOY_SENTENCE, sharpness: float = 8.0):
     labels = [f"{w} {t}" for t, w in enumerate(example["sentence"])]
     return show_heatmaps(
         maps[None],
-        titles=["head 0: previous token", "head 1: same word", "mean of the two heads"],
+        titles=[_("head 0: previous token"), _("head 1: same word"), _("mean of the two heads")],
+        xlabel=_("keys"), ylabel=_("queries"),
         xticklabels=labels,
         yticklabels=labels,
         figsize=(12.0, 4.2),
@@ -141,8 +143,8 @@ def torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4) -> dic
         out = ours(queries, keys, values, mask)
         expected, weights = twin(queries, keys, values, attn_mask=~mask, average_attn_weights=False)
     result = {
-        "largest |output difference|": float((out - expected).abs().max()),
-        "largest |weight difference|": float((ours.attention_weights - weights).abs().max()),
+        _("largest |output difference|"): float((out - expected).abs().max()),
+        _("largest |weight difference|"): float((ours.attention_weights - weights).abs().max()),
     }
     assert max(result.values()) < 1e-12, f"the layers no longer agree to float64 rounding: {result}"
     return result

@@ -33,6 +33,7 @@ from attention_course.tagging import (
 )
 from attention_course.training import init_transformer_weights
 from attention_course.twins import to_torch_encoder_layer
+from figures.i18n import _
 
 __all__ = [
     "embedding_scales",
@@ -96,9 +97,9 @@ def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32,
     course = rms_scaled()
     P = sinusoidal_positional_encoding(max_len, d_model)
     return {
-        "sqrt(d) * embedding, PyTorch's N(0, 1) init": default,
-        "sqrt(d) * embedding, course's N(0, 1/d) init": course,
-        "positional encoding P": float(P.pow(2).mean().sqrt()),
+        _("sqrt(d) * embedding, PyTorch's N(0, 1) init"): default,
+        _("sqrt(d) * embedding, course's N(0, 1/d) init"): course,
+        _("positional encoding P"): float(P.pow(2).mean().sqrt()),
     }
 
 
@@ -136,7 +137,7 @@ STACKS = (
     ("F(X)", False, False),
     ("X + F(X)", True, False),
     ("LN(F(X))", False, True),
-    ("LN(X + F(X))  (the course's block)", True, True),
+    (_("LN(X + F(X))  (the course's block)"), True, True),
 )
 
 
@@ -171,7 +172,7 @@ def gradient_norms_by_depth(num_layers: int = 12, d_model: int = 64, num_heads: 
     for label, residual, layer_norm in STACKS:
         torch.manual_seed(seed)
         blocks = nn.ModuleList(
-            SwitchableEncoderBlock(d_model, num_heads, d_ff, residual, layer_norm) for _ in range(num_layers)
+            SwitchableEncoderBlock(d_model, num_heads, d_ff, residual, layer_norm) for _repeat in range(num_layers)
         ).double()
         Y = X
         for block in blocks:
@@ -209,28 +210,29 @@ def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16
     (spread below ``rounding``) and their ``W_q, W_k`` stop getting a gradient; the stacks
     with it keep both.
     """
-    X, _ = _random_batch(batch_size, seq_len, d_model, seed)
-    lines = [f"token spread of the random input: {_token_spread(X):.2f}"]
+    X, _target = _random_batch(batch_size, seq_len, d_model, seed)
+    lines = [_("token spread of the random input: {spread:.2f}", spread=_token_spread(X))]
     facts = {}
-    for label, residual, _ in STACKS:
+    for label, residual, _layer_norm in STACKS:
         norms = np.array(result[label]["all"])
         orders = math.log10(norms[-1] / norms[0])
         spread = math.log10(norms.max() / norms.min())
         qk = np.array(result[label]["query_key"]) / norms
         dead = [b for b in range(len(qk)) if (qk[b:] < rounding).all()]
         facts[label] = (orders, spread, dead)
-        where = (f"|grad W_q, W_k| below {rounding:g} of the block's from block {dead[0] + 1} on "
-                 f"(largest {np.array(result[label]['query_key'])[dead[0]:].max():.0e})" if dead
-                 else "W_q, W_k get a gradient in every block")
-        lines += [label, f"    block {len(norms)} / block 1: {orders:.1f} orders of magnitude, "
-                         f"x{10 ** (orders / (len(norms) - 1)):.2g} per block",
+        where = (_("|grad W_q, W_k| below {rounding:g} of the block's from block {block} on (largest {largest:.0e})",
+                   rounding=rounding, block=dead[0] + 1,
+                   largest=np.array(result[label]["query_key"])[dead[0]:].max()) if dead
+                 else _("W_q, W_k get a gradient in every block"))
+        lines += [label, "    " + _("block {last} / block 1: {orders:.1f} orders of magnitude, x{factor:.2g} per block",
+                                    last=len(norms), orders=orders, factor=10 ** (orders / (len(norms) - 1))),
                   f"    {where}"]
         assert (result[label]["spread"] < rounding) == (not residual) and bool(dead) == (not residual), (
             f"{label}: the residual connection no longer decides whether the tokens stay apart")
-    (bare_orders, _, _), *others = facts.values()
+    (bare_orders, _spread, _dead), *others = facts.values()
     assert bare_orders > 6 and 10 ** (bare_orders / (len(norms) - 1)) > 10, (
         "the stack without residual connection or layer norm no longer loses a factor of ten per block")
-    assert all(spread < 1 for _, spread, _ in others), "a stack with a residual connection or a layer norm " \
+    assert all(spread < 1 for _orders, spread, _dead in others), "a stack with a residual connection or a layer norm " \
         "no longer keeps its gradients within one order of magnitude"
     return "\n".join(lines)
 
@@ -243,17 +245,18 @@ def plot_gradient_norms(result: dict | None = None, **kwargs):
 
     result = result or gradient_norms_by_depth(**kwargs)
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.6), sharey=True)
-    panels = (("sub-layers alone", STACKS[:2]), ("with layer norm (post-norm)", STACKS[2:]))
+    panels = ((_("sub-layers alone"), STACKS[:2]), (_("with layer norm (post-norm)"), STACKS[2:]))
     for ax, (title, stacks) in zip(axes, panels):
-        for (label, residual, _), style in zip(stacks, ("s--", "o-")):
+        for (label, residual, _layer_norm), style in zip(stacks, ("s--", "o-")):
             norms = result[label]["all"]
             ax.plot(range(1, len(norms) + 1), norms, style, color="tab:blue" if residual else "tab:red",
-                    label=("with residual: " if residual else "no residual: ") + label)
+                    label=_("with residual: {stack}", stack=label) if residual
+                    else _("no residual: {stack}", stack=label))
         ax.set_yscale("log")
-        ax.set_xlabel("block (1 = next to the input)")
+        ax.set_xlabel(_("block (1 = next to the input)"))
         ax.set_title(title)
         ax.legend(fontsize="small", loc="lower right")
-    axes[0].set_ylabel("gradient norm of the block's parameters")
+    axes[0].set_ylabel(_("gradient norm of the block's parameters"))
     fig.tight_layout()
     return fig
 
@@ -308,7 +311,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
             X[row, : len(s)], mask[row, : len(s)] = s, True
         return X, mask
 
-    methods = ("batch norm, padding counted", "batch norm, real tokens only", "layer norm")
+    methods = (_("batch norm, padding counted"), _("batch norm, real tokens only"), _("layer norm"))
 
     def normalise(X: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
         # row 0 of every batch is the sentence; keep its real positions
@@ -318,7 +321,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
     sentence, companion = tokens(sentence_len), tokens(sentence_len)
     padding = [normalise(*padded_batch([sentence, companion], width)) for width in padded_lengths]
     companions = []
-    for _ in range(num_batches):
+    for _repeat in range(num_batches):
         lengths = torch.randint(1, max_other_len + 1, (batch_size - 1,), generator=generator).tolist()
         sentences = [sentence] + [tokens(n) for n in lengths]
         companions.append(normalise(*padded_batch(sentences, max(sentence_len, *lengths))))
@@ -349,11 +352,11 @@ def plot_batch_dependence(result: dict | None = None, **kwargs):
         left.plot(result["padded_lengths"], result["padding"][method], color=color, label=method)
         right.plot(range(1, len(result["companions"][method]) + 1), result["companions"][method],
                    marker, color=color, label=method)
-    left.set_xlabel("padded length of the batch")
-    left.set_ylabel("normalised feature 0 of token 0")
-    left.set_title("same two sentences, more padding")
-    right.set_xlabel("batch (other sentences drawn at random)")
-    right.set_title("same sentence, other companions")
+    left.set_xlabel(_("padded length of the batch"))
+    left.set_ylabel(_("normalised feature 0 of token 0"))
+    left.set_title(_("same two sentences, more padding"))
+    right.set_xlabel(_("batch (other sentences drawn at random)"))
+    right.set_title(_("same sentence, other companions"))
     right.set_xticks(range(1, len(result["companions"][result["methods"][0]]) + 1, 2))
     left.legend(fontsize="small")
     fig.tight_layout()
@@ -419,9 +422,9 @@ def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 3
         theirs = twin(X, src_key_padding_mask=~real)  # PyTorch: True = padding
         masked = (ours - theirs)[real].abs().max()
     result = {
-        "LayerNorm vs nn.LayerNorm": float(layer_norm),
-        "EncoderBlock vs nn.TransformerEncoderLayer, no mask": float(unmasked),
-        "EncoderBlock vs nn.TransformerEncoderLayer, padding mask": float(masked),
+        _("LayerNorm vs nn.LayerNorm"): float(layer_norm),
+        _("EncoderBlock vs nn.TransformerEncoderLayer, no mask"): float(unmasked),
+        _("EncoderBlock vs nn.TransformerEncoderLayer, padding mask"): float(masked),
     }
     # the page calls these "rounding errors of float64"
     assert max(result.values()) < 1e-12, f"the blocks no longer agree to float64 rounding: {result}"
@@ -468,7 +471,7 @@ def window_ceiling(task: TaggingTask, window: int = 3) -> dict[str, float]:
         case = copy_in_window.long() * (window + 1) ** 2 + pattern
         return case[real], batch.labels[real], copy_in_window[real]
 
-    train_case, train_label, _ = cases(task.train)
+    train_case, train_label, _train_copy = cases(task.train)
     ones = torch.zeros(num_cases).index_add_(0, train_case, train_label.float())
     seen = torch.zeros(num_cases).index_add_(0, train_case, torch.ones(len(train_case)))
     majority = (2 * ones > seen).long()  # unseen cases answer 0
@@ -521,21 +524,21 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
     always answering 0 from :func:`window_ceiling` when given."""
     import matplotlib.pyplot as plt
 
-    labels = {"encoder": "Transformer encoder (2 blocks)", "window": "window MLP (3 letters each side)"}
+    labels = {"encoder": _("Transformer encoder (2 blocks)"), "window": _("window MLP (3 letters each side)")}
     colors = {"encoder": "tab:blue", "window": "tab:red"}
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for name, run in runs.items():
         history = run["history"]
         ax.plot(history["valid_step"], 100 * np.asarray(history["valid_accuracy"]), "o-", color=colors[name],
-                label=f"{labels[name]}: held-out {run['test_accuracy']:.1%}")
+                label=_("{model}: held-out {accuracy:.1%}", model=labels[name], accuracy=run["test_accuracy"]))
     if ceiling is not None:
         ax.axhline(100 * ceiling["ceiling"], color="tab:red", linestyle="--", linewidth=1,
-                   label=f"best any window model can do: {ceiling['ceiling']:.1%}")
+                   label=_("best any window model can do: {accuracy:.1%}", accuracy=ceiling["ceiling"]))
         ax.axhline(100 * ceiling["always_no"], color="0.5", linestyle=":", linewidth=1,
-                   label=f"always answer 'no': {ceiling['always_no']:.1%}")
+                   label=_("always answer 'no': {accuracy:.1%}", accuracy=ceiling["always_no"]))
     batch_sizes = sorted({run["recipe"].training["batch_size"] for run in runs.values()})
-    ax.set_xlabel(f"training step (batches of {' or '.join(map(str, batch_sizes))} strings)")
-    ax.set_ylabel("validation token accuracy (%)")
+    ax.set_xlabel(_("training step (batches of {sizes} strings)", sizes=_(" or ").join(map(str, batch_sizes))))
+    ax.set_ylabel(_("validation token accuracy (%)"))
     ax.set_ylim(40, 101)
     ax.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
@@ -601,8 +604,9 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
     length = len(letters)
     num_heads = weights.shape[0]
     cols = 2 if num_heads % 2 == 0 else num_heads
-    fig = show_heatmaps(weights.reshape(num_heads // cols, cols, length, length), xlabel="key letter",
-                        ylabel="query letter", titles=[f"block {layer + 1}, head {h}" for h in range(num_heads)],
+    fig = show_heatmaps(weights.reshape(num_heads // cols, cols, length, length), xlabel=_("key letter"),
+                        ylabel=_("query letter"),
+                        titles=[_("block {block}, head {head}", block=layer + 1, head=h) for h in range(num_heads)],
                         xticklabels=letters, yticklabels=letters, figsize=(8.4, 7.6))
     for ax in fig.axes[:num_heads]:
         for i in range(length):
@@ -610,7 +614,7 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
                 if i != j and letters[i] == letters[j]:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="tab:blue", linewidth=1.5))
         ax.tick_params(axis="x", rotation=0)
-    fig.suptitle(f"held-out string '{''.join(letters)}'; blue box: another copy of the row's letter")
+    fig.suptitle(_("held-out string '{string}'; blue box: another copy of the row's letter", string="".join(letters)))
     return fig
 
 
@@ -623,8 +627,9 @@ def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: in
     two, or more."""
     letters, weights = _short_example(model, task, layer, max_letters)
     length, num_heads = len(letters), weights.shape[0]
-    lines, heads_looking = [f"block {layer + 1}, share of each duplicated letter's row on its copies, "
-                            f"heads 0 to {num_heads - 1}:"], []
+    lines = [_("block {block}, share of each duplicated letter's row on its copies, heads 0 to {last}:",
+                block=layer + 1, last=num_heads - 1)]
+    heads_looking = []
     for i, letter in enumerate(letters):
         copies = [j for j in range(length) if j != i and letters[j] == letter]
         if not copies:
@@ -632,10 +637,11 @@ def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: in
         share = weights[:, i, copies].sum(dim=-1)  # (h,)
         even = len(copies) / length
         heads_looking.append(int((share >= factor * even).sum()))
-        lines.append(f"{letter!r} at {i:2d}: on its copies " + " ".join(f"{float(s):4.0%}" for s in share)
-                     + f"   (even {even:.0%})")
+        lines.append(_("{letter!r} at {i:2d}: on its copies {shares}   (even {even:.0%})", letter=letter, i=i,
+                       shares=" ".join(f"{float(s):4.0%}" for s in share), even=even))
     counts = [sum(1 for k in heads_looking if k == c) for c in range(3)]
-    lines.append(f"{len(heads_looking)} rows with boxes; heads giving the copies at least {factor:g} times "
-                 f"the even share: none in {counts[0]}, one in {counts[1]}, two in {counts[2]}, "
-                 f"more in {len(heads_looking) - sum(counts)} (of {num_heads} heads)")
+    lines.append(_("{rows} rows with boxes; heads giving the copies at least {factor:g} times the even share: "
+                   "none in {none}, one in {one}, two in {two}, more in {more} (of {heads} heads)",
+                   rows=len(heads_looking), factor=factor, none=counts[0], one=counts[1], two=counts[2],
+                   more=len(heads_looking) - sum(counts), heads=num_heads))
     return "\n".join(lines)
