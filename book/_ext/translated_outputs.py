@@ -101,8 +101,10 @@ class Translator:
         if msgid not in self.catalog:
             self.missing.add(msgid)
             return english
-        values = {name: self.message(v, depth + 1) if isinstance(v, str) and v in self.messages
-                  and v != english and depth < 5 else v for name, v in values.items()}
+        if depth < 5:  # a value that is a message, or holds some (a list of words joined), is translated
+            values = {name: (self.message(v, depth + 1) if v in self.messages and v != english
+                             else self.printout(v, align=False, depth=depth + 1)) if isinstance(v, str) else v
+                      for name, v in values.items()}
         self._done[english] = self.catalog[msgid].format(**values)
         return self._done[english]
 
@@ -115,10 +117,11 @@ class Translator:
             return self.catalog[text]
         return text
 
-    def printout(self, text: str, align: bool = True) -> str:
+    def printout(self, text: str, align: bool = True, depth: int = 0) -> str:
         """``text`` with every recorded message in it replaced by its Chinese. With ``align``,
-        a message padded to a column (two spaces or more after it, or before it when it is
-        right-aligned) keeps the column: the padding grows or shrinks by the difference in width."""
+        a message padded to a column keeps the column: the padding after it (a label that starts its
+        line, or two spaces or more) or before it (two spaces or more, right-aligned) grows or
+        shrinks by the difference in width."""
         found = sorted((e for e in self.messages if e in text), key=len, reverse=True)
         if not found:
             return text
@@ -126,11 +129,12 @@ class Translator:
 
         def replace(match: re.Match) -> str:
             lead, english, trail = match.groups()
-            chinese = self.message(english)
+            chinese = self.message(english, depth)
             delta = len(english) - width(chinese)
-            if align and len(trail) >= 2:
+            starts_line = not lead and (match.start() == 0 or text[match.start() - 1] == "\n")
+            if align and trail and (len(trail) >= 2 or starts_line):
                 trail = " " * max(1, len(trail) + delta)
-            elif align and len(lead) >= 2 and not trail:
+            elif align and len(lead) >= 2 and len(trail) <= 1:
                 lead = " " * max(1, len(lead) + delta)
             return lead + chinese + trail
 

@@ -107,6 +107,13 @@ def plot_bandwidth_effect(
     return fig
 
 
+def far_query(scores, kernel_values, weights) -> str:
+    """The page's printout for a query far from every key: its scores, their exponentials (the
+    kernel values) and their softmax, one labelled line each."""
+    return "\n".join(f"{label:22s} {values}" for label, values in (
+        (_("scores:"), scores), (_("kernel values:"), kernel_values), (_("softmax of the scores:"), weights)))
+
+
 def plot_loo_curve(data: RegressionData | None = None, bandwidths: Sequence[float] | None = None):
     """Leave-one-out error against the bandwidth, for each kernel, with each minimum marked.
 

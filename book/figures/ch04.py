@@ -118,6 +118,24 @@ def plot_toy_heads(sentence=TOY_SENTENCE, sharpness: float = 8.0):
     )
 
 
+def split_merge_summary(X: torch.Tensor, heads: torch.Tensor, merged: torch.Tensor) -> str:
+    """The page's printout of :func:`split_heads` on ``X`` ``(B, T, D)``: the heads' shape and head 1
+    of sequence 0, then whether merging them gives ``X`` back."""
+    return "\n".join([
+        _("split: {shape} | head 1 of sequence 0: {head}", shape=tuple(heads.shape), head=heads[0, 1].tolist()),
+        _("merge(split(X)) == X: {same}", same=torch.equal(merged, X)),
+    ])
+
+
+def head_count_text(d_model: int = 512, heads=(1, 2, 4, 8, 16)) -> str:
+    """:func:`head_count_table` as the page prints it, one row per number of heads."""
+    heads_h = _("heads h")
+    lines = [f"{heads_h:>8} {'d_head':>7} {'4D^2 + 4D':>10} {'nn.MultiheadAttention':>22}"]
+    for h, d_head, formula, counted in head_count_table(d_model, heads):
+        lines.append(f"{h:>8} {d_head:>7} {formula:>10,} {counted:>22,}")
+    return "\n".join(lines)
+
+
 def head_count_table(d_model: int = 512, heads=(1, 2, 4, 8, 16)) -> list[tuple[int, int, int, int]]:
     """Rows ``(h, d_head, mha_param_count, parameters of nn.MultiheadAttention)``."""
     rows = []

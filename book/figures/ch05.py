@@ -11,7 +11,8 @@ from torch import nn
 
 from attention_course.device import best_device
 from attention_course.reference.ch02 import scaled_dot_product_attention
-from attention_course.reference.ch05 import image_to_patches, relative_shift_matrix, sinusoidal_positional_encoding
+from attention_course.reference.ch05 import (image_to_patches, layer_costs, relative_shift_matrix,
+                                              sinusoidal_positional_encoding)
 from figures.i18n import _
 
 
@@ -147,6 +148,19 @@ def plot_patches(size: int = 12, patch_size: int = 4):
     return fig
 
 
+def cost_table(sizes=((50, 512), (4096, 512)), k: int = 3) -> str:
+    """The leading terms of :func:`layer_costs` for each ``(n, d)`` of ``sizes`` next to the full
+    counts of multiply-adds: self-attention with its projections, ``4 n d^2 + 2 n^2 d``; a plain
+    RNN, ``2 n d^2``; a GRU, ``6 n d^2``."""
+    table, attention = _("table: n^2 d"), _("attention 4nd^2 + 2n^2 d")
+    lines = [f"{'n':>5} {'d':>4} {table:>13} {'n d^2':>9} {attention:>25} {'RNN 2nd^2':>10} {'GRU 6nd^2':>10}"]
+    for n, d in sizes:
+        leading = layer_costs(n, d, k=k)
+        lines.append(f"{n:>5} {d:>4} {leading['self_attention'][0]:>13.3g} {leading['rnn'][0]:>9.3g} "
+                     f"{4 * n * d * d + 2 * n * n * d:>25.3g} {2 * n * d * d:>10.3g} {6 * n * d * d:>10.3g}")
+    return "\n".join(lines)
+
+
 def time_self_attention_vs_gru(
     lengths=(64, 128, 256, 512, 1024, 2048, 4096), d: int = 64, repeats: int = 5, device=None, seed: int = 0
 ) -> dict[str, list[float]]:
@@ -194,6 +208,30 @@ def time_self_attention_vs_gru(
     finally:
         torch.set_num_threads(threads)
     return result
+
+
+def describe_timing(timings: dict) -> str:
+    """Words for :func:`time_self_attention_vs_gru`'s measurement, computed from it: how fast each
+    layer's time grows over the last three lengths (the slope of a line fitted to log time against
+    log n), which layer is faster at each length, and between which lengths that changes."""
+    n = np.array(timings["n"], dtype=float)
+    ratio = np.array(timings["self_attention"]) / np.array(timings["gru"])
+    lines = []
+    for name in ("self_attention", "gru"):
+        slope = np.polyfit(np.log(n[-3:]), np.log(timings[name][-3:]), 1)[0]
+        lines.append(f"{name:15s} " + _("time grows like n^{slope:.2f} over n = {first:.0f} to {last:.0f}",
+                                         slope=slope, first=n[-3], last=n[-1]))
+    faster = [_("self-attention") if r < 1 else "GRU" for r in ratio]
+    lines.append(_("faster at each n: {lengths}", lengths=", ".join(f"{int(k)}: {f}" for k, f in zip(n, faster))))
+    changes = [_("{shorter} and {longer}", shorter=int(n[i]), longer=int(n[i + 1]))
+               for i in range(len(n) - 1) if faster[i] != faster[i + 1]]
+    if changes:
+        lines.append(_("on {device}, the faster layer changes between n = {lengths}", device=timings["device"],
+                       lengths="; ".join(changes)))
+    else:
+        lines.append(_("on {device}, the faster layer changes between n = never, in this range",
+                       device=timings["device"]))
+    return "\n".join(lines)
 
 
 def plot_timing(timings: dict | None = None, **kwargs):

@@ -33,22 +33,32 @@ from attention_course.tagging import (
 )
 from attention_course.training import init_transformer_weights
 from attention_course.twins import to_torch_encoder_layer
-from figures.i18n import _
+from figures.i18n import N_, _
 
 __all__ = [
     "embedding_scales",
+    "describe_embedding_scales",
     "SwitchableEncoderBlock",
     "STACKS",
     "gradient_norms_by_depth",
+    "gradient_table",
     "plot_gradient_norms",
     "batch_dependence",
+    "describe_batch_dependence",
     "plot_batch_dependence",
     "parameter_counts",
+    "parameter_table",
     "torch_encoder_agreement",
+    "describe_agreement",
     "window_ceiling",
+    "describe_ceiling",
+    "MODEL_NAMES",
+    "describe_recipes",
     "train_duplicate_models",
+    "describe_runs",
     "plot_duplicate_training",
     "copy_attention_share",
+    "describe_copy_share",
     "plot_copy_attention",
     "describe_copy_attention",
 ]
@@ -101,6 +111,12 @@ def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32,
         _("sqrt(d) * embedding, course's N(0, 1/d) init"): course,
         _("positional encoding P"): float(P.pow(2).mean().sqrt()),
     }
+
+
+def describe_embedding_scales(scales: dict[str, float]) -> str:
+    """:func:`embedding_scales`' result as the page prints it."""
+    rms = _("root mean square of the entries")
+    return "\n".join(f"{what:46s} {rms} {value:5.2f}" for what, value in scales.items())
 
 
 # --------------------------------------------------------------------------------------
@@ -237,6 +253,18 @@ def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16
     return "\n".join(lines)
 
 
+def gradient_table(result: dict, blocks=(1, 2, 3, 6, 12)) -> str:
+    """:func:`gradient_norms_by_depth`'s ``result`` as a table: per stack, the token spread of its
+    output and the gradient of ``W_q, W_k`` in ``blocks``."""
+    stack, spread = _("stack"), _("token spread")
+    grads = _("|grad W_q, W_k| in blocks {blocks}", blocks=", ".join(map(str, blocks)))
+    lines = [f"{stack:36s} {spread:>12s}   {grads}"]
+    for label, row in result.items():
+        cells = "  ".join(f"{row['query_key'][b - 1]:8.1e}" for b in blocks)
+        lines.append(f"{label:36s} {row['spread']:12.2f}   {cells}")
+    return "\n".join(lines)
+
+
 def plot_gradient_norms(result: dict | None = None, **kwargs):
     """Figure: gradient norm of each block's parameters against its depth, log scale;
     left the bare sub-layers, right with the layer norm (post-norm). ``result`` from
@@ -341,6 +369,13 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
     return result
 
 
+def describe_batch_dependence(result: dict) -> str:
+    """:func:`batch_dependence`'s largest changes, one line per normalisation."""
+    return "\n".join(f"{method:30s} " + _("largest change of the sentence's normalised vectors over all batches: "
+                                           "{change:.2f}", change=change)
+                     for method, change in result["largest_change"].items())
+
+
 def plot_batch_dependence(result: dict | None = None, **kwargs):
     """Figure: the two experiments of :func:`batch_dependence` side by side."""
     import matplotlib.pyplot as plt
@@ -388,6 +423,23 @@ def parameter_counts(configs=((512, 8, 2048), (64, 4, 128))) -> list[dict]:
             "block": count(block),
         })
     return rows
+
+
+def parameter_table(rows: list[dict]) -> str:
+    """:func:`parameter_counts`' rows as the page prints them."""
+    header = [_("attention"), _("FFN"), _("formula"), _("2 LNs"), _("block")]
+    lines = [f"{'(d_model, h, d_ff)':>18} {header[0]:>10} {header[1]:>10} {header[2]:>10} {header[3]:>6} "
+             f"{header[4]:>10}"]
+    for row in rows:
+        lines.append(f"{str(row['config']):>18} {row['attention']:>10,} {row['ffn']:>10,} {row['ffn_formula']:>10,} "
+                     f"{row['layer_norms']:>6,} {row['block']:>10,}")
+    return "\n".join(lines)
+
+
+def describe_agreement(differences: dict[str, float]) -> str:
+    """:func:`torch_encoder_agreement`'s result, one line per comparison."""
+    largest = _("max |difference|")
+    return "\n".join(f"{what:58s} {largest} {difference:.1e}" for what, difference in differences.items())
 
 
 def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 32, batch_size: int = 3,
@@ -484,6 +536,39 @@ def window_ceiling(task: TaggingTask, window: int = 3) -> dict[str, float]:
     }
 
 
+def describe_ceiling(ceiling: dict[str, float]) -> str:
+    """:func:`window_ceiling`'s result as the page prints it."""
+    return "\n".join([
+        _("held-out letters with a copy among their 6 neighbours:   {share:.1%}", share=ceiling["copy_in_window"]),
+        _("  of the others, letters that still have a copy:         {share:.1%}", share=ceiling["duplicate_unseen"]),
+        _("accuracy of always answering 'no':                       {accuracy:.1%}", accuracy=ceiling["always_no"]),
+        _("ceiling of any window-3 model (held out):                {accuracy:.1%}", accuracy=ceiling["ceiling"]),
+    ])
+
+
+def describe_recipes(recipes: dict) -> str:
+    """One line per recipe (``{name: Recipe}``): what trains each of the page's models."""
+    return "\n".join(_("{name} recipe: {recipe}", name=_(name), recipe=str(recipe).replace("\n", "; "))
+                     for name, recipe in recipes.items())
+
+
+def describe_runs(runs: dict) -> str:
+    """One line per run of :func:`train_duplicate_models`: its steps, its time and its held-out
+    token accuracy."""
+    lines = []
+    for name, run in runs.items():
+        history = run["history"]
+        lines.append(f"{_(name):8s} " + _("{steps:5d} steps in {cpu:4.1f} s of CPU ({wall:.0f} s wall) on {device}: "
+                                          "held-out token accuracy {accuracy:.1%}", steps=history["steps_done"],
+                                          cpu=history["cpu_seconds"], wall=history["seconds"],
+                                          device=history["device"], accuracy=run["test_accuracy"]))
+    return "\n".join(lines)
+
+
+#: The names of chapter 6's two models, as the pages and :func:`train_duplicate_models` call them.
+MODEL_NAMES = (N_("encoder"), N_("window"))
+
+
 def train_duplicate_models(task: TaggingTask, seed: int = 0, device=None) -> dict:
     """Train the chapter's two models on ``task`` with
     :func:`~attention_course.tagging.train_tagger`, each from its recipe
@@ -576,6 +661,17 @@ def copy_attention_share(model: TokenClassifier, batch: TaggingBatch, num_letter
         "best_head": by_letter.max(dim=-1).values.mean(dim=0).numpy(),
         "uniform": float(uniform),
     }
+
+
+def describe_copy_share(share: dict) -> str:
+    """:func:`copy_attention_share`'s result as the page prints it."""
+    lines = []
+    for block, (heads, best) in enumerate(zip(share["copies"], share["best_head"]), start=1):
+        lines.append(_("block {block}: share on the copies per head {shares}; "
+                       "in the head that looks hardest for each letter {best:.0%}",
+                       block=block, shares=", ".join(f"{s:.0%}" for s in heads), best=best))
+    lines.append(_("evenly spread weights would give {share:.0%}", share=share["uniform"]))
+    return "\n".join(lines)
 
 
 def _short_example(model: TokenClassifier, task: TaggingTask, layer: int, max_letters: int):

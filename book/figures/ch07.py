@@ -36,13 +36,22 @@ __all__ = [
     "causal_attention_example",
     "plot_causal_mask",
     "teacher_forcing_rows",
+    "teacher_forcing_text",
     "decoder_torch_agreement",
+    "describe_decoder_agreement",
     "future_leak_check",
+    "leak_table",
+    "describe_learning_rate",
     "course_learning_rate",
     "plot_noam_lr",
     "parameter_count",
     "parameter_breakdown",
+    "describe_parameters",
     "train_date_transformer",
+    "describe_training",
+    "cooldown_steps",
+    "describe_cooldown",
+    "describe_default_embeddings",
     "train_with_default_embeddings",
     "train_date_bahdanau",
     "held_out_exact_match",
@@ -50,6 +59,7 @@ __all__ = [
     "plot_cross_attention_heads",
     "plot_self_attention_heads",
     "describe_self_attention",
+    "MODEL_NAMES",
     "comparison_table",
 ]
 
@@ -131,6 +141,15 @@ def teacher_forcing_rows(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> list[
     return rows
 
 
+def teacher_forcing_text(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> str:
+    """:func:`teacher_forcing_rows` as the page prints them: position, what the decoder sees, label."""
+    position, sees, label = _("position"), _("what the decoder sees"), _("label")
+    lines = [f"{position:10s}{sees:44s}{label}"]
+    for t, (seen, target) in enumerate(teacher_forcing_rows(tokens, masked)):
+        lines.append(f"{t:<10d}{' '.join(seen):44s}{target}")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------------------
 # Checks of the decoder block and of the whole model
 # --------------------------------------------------------------------------------------
@@ -175,6 +194,11 @@ def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4
     difference = float((ours - theirs).abs().max())
     assert difference < 1e-12, f"the layers no longer agree to float64 rounding: {difference}"
     return difference
+
+
+def describe_decoder_agreement(difference: float) -> str:
+    """:func:`decoder_torch_agreement`'s result, in words."""
+    return _("largest |DecoderBlock - nn.TransformerDecoderLayer| (float64): {difference:.1e}", difference=difference)
 
 
 def _decode_without_causal_mask(model: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor,
@@ -222,12 +246,32 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
     return result
 
 
+def leak_table(result: dict[str, list[float]]) -> str:
+    """:func:`future_leak_check`'s result: one row per model, one column per position."""
+    lines = [f"{name:22s}" + " ".join(f"{c:8.1e}" for c in changes) for name, changes in result.items()]
+    positions, position = len(next(iter(result.values()))), _("position")
+    lines.append(f"{position:22s}" + " ".join(f"{t:8d}" for t in range(positions)))
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------------------
 # The learning rate
 # --------------------------------------------------------------------------------------
 
 
 _RUN = TRANSFORMER.training
+
+
+def describe_learning_rate(recipe, training_pairs: int) -> str:
+    """The recipe's peak learning rate (:func:`course_learning_rate`), against the paper's (``noam_lr``
+    at ``d_model`` 512 and 4000 warm-up steps), and how many of the ``training_pairs`` its steps
+    draw."""
+    run = recipe.training
+    peak = max(course_learning_rate(s) for s in range(1, run["num_steps"] + 1))
+    return _("peak learning rate {peak:.4f} at step {warmup}, {times:.0f} times the paper's; "
+             "{steps} steps of {batch} draw {pairs:,} pairs from the {total:,} of the training set",
+             peak=peak, warmup=run["warmup"], times=peak / noam_lr(4000, 512, 4000), steps=run["num_steps"],
+             batch=run["batch_size"], pairs=run["num_steps"] * run["batch_size"], total=training_pairs)
 
 
 def course_learning_rate(step: int, num_steps: int = _RUN["num_steps"], d_model: int = TRANSFORMER.model["d_model"],
@@ -297,6 +341,16 @@ def parameter_breakdown(model: Transformer) -> dict[str, int]:
     }
 
 
+def describe_parameters(parts: dict[str, int], task) -> str:
+    """:func:`parameter_breakdown`'s parts and their total, and the sizes of ``task``'s two
+    vocabularies."""
+    total = _("total")
+    lines = [f"{part:20s}{count:9,d}" for part, count in {**parts, total: sum(parts.values())}.items()]
+    lines.append(_("vocabularies, special tokens included: {source} source tokens, {target} target tokens",
+                   source=len(task.src_vocab), target=len(task.tgt_vocab)))
+    return "\n".join(lines)
+
+
 def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transformer, dict]:
     """The chapter's run, as its notebook makes it: :func:`make_transformer` with chapter 7's
     recipe (:data:`~attention_course.recipes.TRANSFORMER`), drawn after
@@ -360,6 +414,32 @@ def held_out_exact_match(model: nn.Module, task, decode=greedy_decode, max_len: 
 
 
 @torch.no_grad()
+def describe_training(history: dict, parameters: int, accuracy: float, count: int) -> str:
+    """One line for the chapter's training run: steps, CPU and wall time, device, parameters, and
+    the held-out exact match of ``count`` dates."""
+    return _("{steps} steps, {cpu:.1f} s of CPU ({wall:.0f} s wall) on {device}, {parameters:,} parameters; "
+             "held-out exact match {accuracy:.2%} of {count} dates", steps=history["steps_done"],
+             cpu=history["cpu_seconds"], wall=history["seconds"], device=history["device"], parameters=parameters,
+             accuracy=accuracy, count=count)
+
+
+def describe_cooldown(recipe) -> str:
+    """The length of the recipe's cooldown, in steps."""
+    return _("the cooldown: the last {steps} steps", steps=cooldown_steps(recipe))
+
+
+def cooldown_steps(recipe) -> int:
+    """How many of the recipe's steps its cooldown lasts."""
+    return round(recipe.training["cooldown"] * recipe.training["num_steps"])
+
+
+def describe_default_embeddings(history: dict, accuracy: float, course_accuracy: float) -> str:
+    """The run of :func:`train_with_default_embeddings` next to the course's."""
+    return _("embeddings N(0, 1), {steps} steps: held-out exact match {accuracy:.1%}; "
+             "with the course's N(0, 1/d): {course:.1%}", steps=history["steps_done"], accuracy=accuracy,
+             course=course_accuracy)
+
+
 def transformer_translate(model: Transformer, task, sources, max_len: int = 12) -> dict:
     """Greedy translations of the strings ``sources`` and the attention weights behind them.
 

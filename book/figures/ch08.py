@@ -29,23 +29,36 @@ __all__ = [
     "WORDS",
     "PROBS",
     "decoding_rules",
+    "rules_table",
     "top_k_against_top_p",
+    "kept_table",
     "TableModel",
     "describe_top_k_top_p",
     "beam_search_grid",
+    "sequence_table",
+    "beam_table",
     "describe_beam",
     "attention_work",
+    "work_table",
+    "TIMED",
     "cache_memory",
+    "cache_memory_table",
     "generation_speed",
+    "speed_table",
     "describe_speed",
     "parameter_counts",
+    "describe_tying",
     "embedding_sizes",
+    "describe_embedding_sizes",
     "DATES_GPT",
     "make_date_gpt",
     "DATES_RECIPE",
+    "describe_prompt",
     "train_date_gpt",
+    "describe_gpt_training",
     "gpt_held_out_exact_match",
     "answer_step_by_step",
+    "steps_table",
     "describe_comparison",
     "describe_steps",
     "beam_answer",
@@ -131,6 +144,14 @@ PEAKED = (0.90, 0.04, 0.03, 0.02, 0.01)
 FLAT = (0.22, 0.21, 0.20, 0.19, 0.18)
 
 
+def rules_table(rules: dict[str, list[float]], words=WORDS) -> str:
+    """:func:`decoding_rules`' result as a table: one row per rule, one column per word."""
+    rule = _("rule")
+    lines = [f"{rule:26s}" + "".join(f"{w:>8s}" for w in words)]
+    lines += [f"{name:26s}" + "".join(f"{p:8.4f}" for p in probs) for name, probs in rules.items()]
+    return "\n".join(lines)
+
+
 def top_k_against_top_p(top_k: int = 3, top_p: float = 0.85) -> list[dict]:
     """How many tokens top-k and top-p keep, and the probability mass they keep, on
     :data:`PEAKED` and :data:`FLAT`. Returns one dict per (distribution, rule) with
@@ -144,6 +165,13 @@ def top_k_against_top_p(top_k: int = 3, top_p: float = 0.85) -> list[dict]:
             rows.append({"distribution": name, "rule": rule, "kept": int(kept.sum()),
                          "mass": float(p[kept].sum())})
     return rows
+
+
+def kept_table(rows: list[dict]) -> str:
+    """:func:`top_k_against_top_p`'s rows, one line each."""
+    return "\n".join(f"{row['distribution']:7s} {row['rule']:10s} "
+                     + _("keeps {kept} of 5 tokens, {mass:.2f} of the probability", kept=row["kept"], mass=row["mass"])
+                     for row in rows)
 
 
 def describe_top_k_top_p(rows: list[dict]) -> str:
@@ -238,6 +266,27 @@ def beam_search_grid(widths=(1, 2, 3), penalties=(0.0, 1.0), max_new_tokens: int
     }
 
 
+def sequence_table(grid: dict, rows: int = 6) -> str:
+    """The ``rows`` most probable finished sequences of :func:`beam_search_grid`, with their
+    probability, log-probability, length and mean log-probability."""
+    sequence, probability, length, per_token = _("sequence"), _("probability"), _("length"), _("log-prob/length")
+    lines = [f"{sequence:12s}{probability:>12s}{'log-prob':>10s}{length:>8s}{per_token:>17s}"]
+    for words, p, logp, n in grid["table"][:rows]:
+        lines.append(f"{words:12s}{p:12.4f}{logp:10.3f}{n:8d}{logp / n:17.3f}")
+    return "\n".join(lines)
+
+
+def beam_table(grid: dict, widths=(1, 2, 3), penalties=(0.0, 1.0)) -> str:
+    """What :func:`beam_search_grid`'s beam search finds for each width and length penalty
+    ``alpha``, next to the exhaustive best."""
+    header = [_("width {w}", w=w) for w in widths]
+    lines = [f"{'alpha':7s}" + "".join(f"{h:12s}" for h in header) + _("exhaustive")]
+    for alpha in penalties:
+        found = "".join(f"{grid['beam'][w, alpha][0]:12s}" for w in widths)
+        lines.append(f"{alpha:<7.0f}{found}{grid['best'][alpha][0]}")
+    return "\n".join(lines)
+
+
 def describe_beam(grid: dict) -> str:
     """Words for :func:`beam_search_grid`'s result, computed from it: what greedy decoding
     (width 1) writes, the first width that finds the exhaustive best with ``alpha = 1``, and
@@ -273,6 +322,35 @@ def attention_work(T: int) -> dict[str, int]:
         raise AssertionError("the closed forms of the sums are wrong")
     return {"without cache": without, "with cache": with_cache,
             "token passes without": with_cache, "token passes with": T}
+
+
+def work_table(lengths=(64, 128, 256)) -> str:
+    """:func:`attention_work` for each length: scores computed and token passes, without and with
+    the cache."""
+    scores, passes, without, cache, ratio = _("scores"), _("token passes"), _("no cache"), _("cache"), _("ratio")
+    lines = [f"{'':5s}{scores:>24s}{'':8s}{passes:>24s}",
+             f"{'T':>5s}{without:>12s}{cache:>12s}{ratio:>8s}{without:>12s}{cache:>12s}"]
+    for T in lengths:
+        work = attention_work(T)
+        lines.append(f"{T:5d}{work['without cache']:12,d}{work['with cache']:12,d}"
+                     f"{work['without cache'] / work['with cache']:8.1f}"
+                     f"{work['token passes without']:12,d}{work['token passes with']:12,d}")
+    return "\n".join(lines)
+
+
+def cache_memory_table(models) -> str:
+    """:func:`cache_memory` of each ``(name, layers, width, length)`` of ``models``, the product
+    written out."""
+    numbers = _("2 x layers x  T  x width =  numbers   float32")
+    lines = [f"{'':12s}  {numbers}"]
+    for name, layers, width, length in models:
+        count, mib = cache_memory(layers, width, length)
+        lines.append(f"{name:12s}  2 x {layers:4d} x {length:4d} x {width:4d} = {count:11,d}  {mib:5.1f} MiB")
+    return "\n".join(lines)
+
+
+#: The name the page gives the model it timed, in :func:`cache_memory_table`'s first row.
+TIMED = _("timed above")
 
 
 def cache_memory(num_layers: int, d_model: int, length: int, bytes_per_number: int = 4) -> tuple[int, float]:
@@ -319,6 +397,17 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
     return rows
 
 
+def speed_table(rows: list[dict]) -> str:
+    """:func:`generation_speed`'s rows as a table."""
+    new, speed, without, speedup, same = (_("new tokens"), _("tokens/s, cache"), _("no cache"), _("speed-up"),
+                                          _("same tokens"))
+    lines = [f"{new:>10s}{speed:>17s}{without:>10s}{speedup:>10s}  {same}"]
+    for row in rows:
+        lines.append(f"{row['tokens']:10d}{row['with']:17,.0f}{row['without']:10,.0f}"
+                     f"{row['speedup']:9.1f}x  {row['same']}")
+    return "\n".join(lines)
+
+
 def describe_speed(rows: list[dict]) -> str:
     """Words for :func:`generation_speed`'s rows, computed from them.
 
@@ -359,6 +448,28 @@ def parameter_counts(vocab_size: int, d_model: int = 64, num_heads: int = 4, d_f
         counts["tied" if tied else "untied"] = sum(p.numel() for p in model.parameters())
     counts["token embedding"] = vocab_size * d_model
     return counts
+
+
+def describe_tying(counts: dict[str, int], vocab_size: int, d_model: int = 64, blocks: int = 2) -> str:
+    """:func:`parameter_counts`' result in words: what weight tying saves here and in GPT-2 small."""
+    saved = counts["untied"] - counts["tied"]
+    return "\n".join([
+        _("a GPT of width {d_model}, {blocks} blocks, vocabulary {V}: {untied:,} parameters untied",
+          d_model=d_model, blocks=blocks, V=vocab_size, untied=counts["untied"]),
+        "  " + _("{tied:,} tied: {V} x {d_model} = {saved:,} saved", tied=counts["tied"], V=vocab_size,
+                 d_model=d_model, saved=saved),
+        _("GPT-2 small: 50257 x 768 = {saved:,} saved", saved=50257 * 768),
+    ])
+
+
+def describe_embedding_sizes(model: GPT) -> str:
+    """:func:`embedding_sizes` of ``model``, one line each, and whether its output layer is its
+    token embedding."""
+    rms = _("root mean square of the entries")
+    lines = [f"{what:20s} {rms} {size:.4f}" for what, size in embedding_sizes(model).items()]
+    lines.append(_("the output layer's weight is the token embedding's: {tied}",
+                   tied=model.lm_head.weight is model.token_embedding.weight))
+    return "\n".join(lines)
 
 
 def embedding_sizes(model: GPT) -> dict[str, float]:
@@ -512,6 +623,32 @@ def train_date_gpt(task: PromptTask, seed: int = 0, **train_options) -> tuple[GP
     return model, history
 
 
+def describe_prompt(prompts: PromptTask) -> str:
+    """The first training pair of ``prompts`` and the token row it becomes (``.`` for padding), with
+    how many positions the loss scores."""
+    tokens, labels = prompts.batch(prompts.train[:1])
+    source, target = prompts.train[0]
+    row = "".join(prompts.vocab.tokens[i] if i else "." for i in tokens[0].tolist())
+    return "\n".join([
+        _("pair:   {source!r} -> {target!r}", source=source, target=target),
+        _("tokens: {row!r}", row=row),
+        "        " + _("{n} tokens, '.' = <pad>, the answer ends with <eos>", n=tokens.shape[1]),
+        _("scored: {scored} positions, the answer's {answer} tokens; vocabulary of {vocabulary} tokens",
+          scored=sum(int(i != prompts.vocab.pad_id) for i in labels[0]), answer=prompts.answer_length,
+          vocabulary=len(prompts.vocab)),
+    ])
+
+
+def describe_gpt_training(history: dict, parameters: int, accuracy: float, count: int) -> str:
+    """The GPT's training run (steps, wall time, device, parameters) and its held-out exact match
+    of ``count`` dates."""
+    return "\n".join([
+        _("{steps} steps, {wall:.0f} s on {device}, {parameters:,} parameters", steps=history["steps_done"],
+          wall=history["seconds"], device=history["device"], parameters=parameters),
+        _("held-out exact match {accuracy:.2%} of {count} dates", accuracy=accuracy, count=count),
+    ])
+
+
 def gpt_held_out_exact_match(model: GPT, task: PromptTask) -> tuple[float, list[str]]:
     """Greedy answers (the reference ``generate``, with the cache) to every held-out prompt of
     ``task``, and their exact match with the targets: ``(fraction, answers)``. On the CPU it
@@ -558,6 +695,21 @@ def answer_step_by_step(model: GPT, task: PromptTask, source: str, top: int = 3)
     if expected != written:
         raise AssertionError(f"step by step {written} differs from generate's {expected}")
     return steps
+
+
+def steps_table(steps: list[dict], answer: str, target: str, num_blocks: int) -> str:
+    """:func:`answer_step_by_step`'s steps as a table (what each pass read, the cache's length after
+    it, the most probable next characters), then the answer, the target and the last cache's
+    shape."""
+    step, read, cache, top = _("step"), _("read"), _("cache"), _("most probable next characters")
+    lines = [f"{step:>4s}  {read:22s}{cache:>6s}  {top}"]
+    for k, row in enumerate(steps):
+        best = "  ".join(f"{char:>5s} {p:.3f}" for char, p in row["top"])
+        lines.append(f"{k + 1:4d}  {row['fed']!r:22s}{row['cache']:6d}  {best}")
+    lines += [_("the answer: {answer!r}; the target: {target!r}", answer=answer, target=target),
+              _("last cache: keys and values of shape {shape}", shape=steps[-1]["entry"]),
+              "  " + _("in each of the {n} blocks", n=num_blocks)]
+    return "\n".join(lines)
 
 
 def describe_comparison(gpt: dict, transformer: dict) -> str:

@@ -43,28 +43,40 @@ from figures.i18n import _
 
 __all__ = [
     "matrix_bytes",
+    "matrix_table",
     "SDPA_BACKENDS",
     "sdpa_backends",
     "where_the_time_goes",
+    "time_table",
     "describe_time",
     "FIVE",
     "online_softmax_steps",
+    "describe_online_softmax",
     "tile_counts",
+    "describe_tiles",
     "process_peak_mib",
     "METHODS",
     "memory_table",
+    "memory_text",
     "largest_by_rule",
+    "larger_lengths",
     "describe_memory",
     "gpu_table",
+    "describe_gpu",
     "cache_bytes_per_token",
     "PUBLISHED",
+    "describe_cache_sizes",
     "make_gqa_gpt",
     "gqa_comparison",
+    "gqa_table",
     "describe_gqa",
     "receptive_field",
+    "describe_receptive_field",
     "plot_receptive_field",
     "rolling_slots",
+    "slots_text",
     "window_generation",
+    "describe_window_generation",
     "draw_tiled_loop",
     "draw_grouped_heads",
 ]
@@ -78,6 +90,17 @@ def matrix_bytes(T: int, bytes_per_number: int = 4, batch: int = 1, heads: int =
     """Bytes of one ``T x T`` matrix of scores (or weights) per head and sequence, times
     ``batch * heads``."""
     return T * T * bytes_per_number * batch * heads
+
+
+def matrix_table(lengths=(1024, 8192, 32768), heads: int = 12, batch: int = 8) -> str:
+    """:func:`matrix_bytes` for each length: one ``T x T`` matrix in MiB, and ``heads`` heads of a
+    batch of ``batch`` in GiB."""
+    one, many = _("one T x T, float32"), _("{heads} heads, batch {batch}", heads=heads, batch=batch)
+    lines = [f"{'T':>7s}{one:>22s}{many:>20s}"]
+    for T in lengths:
+        lines.append(f"{T:7,d}{matrix_bytes(T) / 2**20:18,.0f} MiB"
+                     f"{matrix_bytes(T, heads=heads, batch=batch) / 2**30:16,.1f} GiB")
+    return "\n".join(lines)
 
 
 #: What each of ``torch.nn.attention.SDPBackend``'s members is, in the page's words.
@@ -160,6 +183,16 @@ def where_the_time_goes(T: int = 2048, d: int = 64, repeats: int = 3) -> list[di
         ]
 
 
+def time_table(stages: list[dict]) -> str:
+    """:func:`where_the_time_goes`' stages as a table: milliseconds, share of the time, MFLOP."""
+    stage, share = _("stage"), _("share")
+    lines = [f"{stage:24s}{'ms':>7s}{share:>7s}{'MFLOP':>8s}"]
+    total = sum(s["seconds"] for s in stages)
+    for s in stages:
+        lines.append(f"{s['stage']:24s}{1e3 * s['seconds']:7.1f}{s['seconds'] / total:7.0%}{s['flops'] / 1e6:8,.0f}")
+    return "\n".join(lines)
+
+
 def describe_time(rows: list[dict]) -> str:
     """Words for :func:`where_the_time_goes`'s rows, computed from them."""
     total_s = sum(r["seconds"] for r in rows)
@@ -192,6 +225,17 @@ FIVE_BY_HAND = {
     "probs": [0.0151, 0.1118, 0.0411, 0.8263, 0.0056],
     "lse": 5.1908,
 }
+
+
+def describe_online_softmax(worked: dict, x=FIVE, block_size: int = 2) -> str:
+    """:func:`online_softmax_steps`' result as the page prints it: the state after each block, the
+    log-sum-exp and the probabilities."""
+    lines = [_("x = {x} in blocks of {size}; start: max -inf, sum 0", x=x, size=block_size)]
+    for block, m, s in worked["steps"]:
+        lines.append("  " + _("after {block:12s} running max {m:.1f}, sum {s:.4f}", block=str(block), m=m, s=s))
+    lines.append(f"lse = {worked['lse']:.4f}")
+    lines.append(_("probabilities {p}", p=" ".join(f"{p:.4f}" for p in worked["probs"])))
+    return "\n".join(lines)
 
 
 def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
@@ -332,6 +376,12 @@ METHODS = {
 }
 
 
+def describe_tiles(tiles: dict[str, int]) -> str:
+    """:func:`tile_counts`' result, and the share of the tiles computed."""
+    return "\n".join([", ".join(f"{k}: {v:,}" for k, v in tiles.items()),
+                      _("computed: {share:.1%} of the tiles", share=tiles["computed"] / tiles["tiles"])])
+
+
 def _forward_backward(method, Q, K, V, dO):
     def run():
         O = method(Q, K, V)
@@ -376,6 +426,26 @@ def memory_table(sizes=(512, 1024, 2048), d: int = 64, methods=None, repeats: in
                 rows.append({"T": T, "method": name, "largest": seen.numel, "largest_mib": 4 * seen.numel / 2**20,
                              "peak_mib": peak, "seconds": seconds, "us_per_row": 1e6 * seconds / T})
     return rows
+
+
+def memory_text(rows: list[dict]) -> str:
+    """:func:`memory_table`'s rows as a table."""
+    method, largest, peak = _("method"), _("largest"), _("peak MiB")
+    lines = [f"{'T':>5s}  {method:18s}{largest:>11s}{peak:>10s}{'ms':>7s}{'us/row':>7s}"]
+    for r in rows:
+        peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
+        lines.append(f"{r['T']:5d}  {r['method']:18s}{r['largest']:11,d}{peak:>10s}"
+                     f"{1e3 * r['seconds']:7.1f}{r['us_per_row']:7.1f}")
+    return "\n".join(lines)
+
+
+def larger_lengths(lengths=(4096, 8192, 32768)) -> str:
+    """:func:`largest_by_rule` for lengths too long to measure, in MiB of float32."""
+    lines = [_("larger T: the largest tensor by arithmetic, MiB in float32")]
+    for T in lengths:
+        plain, tiled = (n * 4 / 2**20 for n in largest_by_rule(T).values())
+        lines.append("  " + _("T = {T:6,d}: plain {plain:7,.1f}, tiled {tiled:4.1f}", T=T, plain=plain, tiled=tiled))
+    return "\n".join(lines)
 
 
 def largest_by_rule(T: int, d: int = 64, block: int = BLOCK) -> dict[str, int]:
@@ -425,6 +495,21 @@ def describe_memory(rows: list[dict], d: int = 64, block: int = BLOCK) -> str:
     lines.append("    " + _("tiled x{tiled:.2f}, PyTorch's flash kernel x{flash:.2f}",
                             tiled=by[last, tiled]["seconds"] / by[last, plain]["seconds"],
                             flash=by[last, "SDPA flash"]["seconds"] / by[last, plain]["seconds"]))
+    return "\n".join(lines)
+
+
+def describe_gpu(rows: list[dict]) -> str:
+    """:func:`gpu_table`'s rows, or why there are none."""
+    if not rows:
+        return _("no CUDA device on the machine that built this page;\n"
+                 "`make bench` measures this where there is one")
+    lines = []
+    for r in rows:
+        if r["ms"] is None:
+            lines.append(f"{r['T']:6d}  {r['method']:18s} " + _("out of memory"))
+        else:
+            lines.append(f"{r['T']:6d}  {r['method']:18s}{r['peak_mib']:8.1f} MiB"
+                         f"{r['ms']:8.2f} ms{r['us_per_row']:7.2f} us/row")
     return "\n".join(lines)
 
 
@@ -533,6 +618,35 @@ def gqa_comparison(task: PromptTask, kv_heads=(4, 2, 1), num_steps: int = 150, s
     return rows
 
 
+def describe_cache_sizes(model_sizes: dict, published=PUBLISHED, tokens: int = 4096) -> str:
+    """:func:`cache_bytes_per_token` for chapter 8's GPT (``model_sizes``: its recipe's model sizes)
+    with all, half and one of its heads as key-value heads (float32), and for the published models
+    with all their heads and with their key-value heads (float16, per token and for ``tokens``)."""
+    h, layers = model_sizes["num_heads"], model_sizes["num_layers"]
+    d_head = model_sizes["d_model"] // h
+    lines = [_("chapter 8's GPT: {layers} layers, {h} heads of width {d}, float32", layers=layers, h=h, d=d_head)]
+    for kv in (h, h // 2, 1):
+        lines.append("  " + _("{kv} key-value head(s): {size:5,d} bytes per token", kv=kv,
+                              size=cache_bytes_per_token(layers, kv, d_head)))
+    lines.append(_("float16, per token (and for {tokens} tokens):", tokens=tokens))
+    for name, (L, heads, kv, width) in published.items():
+        for n in (heads, kv):
+            size = cache_bytes_per_token(L, n, width, bytes_per_number=2)
+            lines.append(f"  {name:11s} " + _("{n:2d} key-value heads: {kib:5,.0f} KiB ({gib:5.2f} GiB)", n=n,
+                                              kib=size / 2**10, gib=tokens * size / 2**30))
+    return "\n".join(lines)
+
+
+def gqa_table(rows: list[dict]) -> str:
+    """:func:`gqa_comparison`'s rows as a table."""
+    header = [_("kv heads"), _("params"), _("cache B/token"), _("valid loss"), _("exact match"), _("CPU s")]
+    lines = [f"{header[0]:>8s}{header[1]:>8s}{header[2]:>14s}{header[3]:>11s}{header[4]:>12s}{header[5]:>7s}"]
+    for r in rows:
+        lines.append(f"{r['kv_heads']:8d}{r['parameters']:8,d}{r['cache_bytes']:14,d}"
+                     f"{r['valid_loss']:11.3f}{r['accuracy']:12.1%}{r['cpu_seconds']:7.1f}")
+    return "\n".join(lines)
+
+
 def describe_gqa(rows: list[dict]) -> str:
     """Words for :func:`gqa_comparison`'s rows, computed from them."""
     full, least = rows[0], rows[-1]
@@ -599,6 +713,27 @@ def plot_receptive_field(size: int = 16, window: int = 4, layers=(1, 2, 3)):
     return fig
 
 
+def describe_receptive_field(window: int = 4, depths=(1, 2, 3, 4), size: int = 64) -> str:
+    """How far back the last position of ``size`` sees after each number of layers of ``depths``,
+    against ``L (W - 1) + 1``; and the same rule for Mistral 7B."""
+    lines = []
+    for L in depths:
+        seen = int(receptive_field(size, window, L)[-1].sum())
+        lines.append(_("W = {W}, {L} layer(s): the last sees {seen} = {L} x ({W} - 1) + 1", W=window, L=L, seen=seen))
+    L, W = 32, 4096  # Mistral 7B
+    lines.append(_("Mistral 7B, {L} layers, W = {W:,}: {positions:,} positions", L=L, W=W, positions=L * (W - 1) + 1))
+    return "\n".join(lines)
+
+
+def slots_text(length: int = 7, window: int = 3) -> str:
+    """:func:`rolling_slots`, one line per position: which position each slot holds (``.``: empty)."""
+    lines = []
+    for t, slots in enumerate(rolling_slots(length, window)):
+        shown = "  ".join("  ." if p < 0 else f"{p:3d}" for p in slots)
+        lines.append(_("after position {t}: slots [{shown} ]", t=t, shown=shown))
+    return "\n".join(lines)
+
+
 def rolling_slots(length: int, window: int) -> list[list[int]]:
     """Which absolute position each of the ``window`` slots of a rolling cache holds after each
     of ``length`` steps (position ``t`` is written into slot ``t mod window``, as Mistral's
@@ -632,6 +767,20 @@ WINDOW_MODEL = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "d_ff": 64, "nu
 
 
 @torch.no_grad()
+def describe_window_generation(rolled: dict) -> str:
+    """:func:`window_generation`'s result as the page prints it."""
+    return "\n".join([
+        _("W = {W}, {layers} layers, {n} new tokens", W=rolled["window"], layers=rolled["layers"],
+          n=rolled["new_tokens"]),
+        _("most positions in a layer's cache: {n}", n=rolled["cache_max"]),
+        _("rolling cache vs the whole sequence: same tokens {same},", same=rolled["same_tokens"]),
+        "  " + _("logits within {gap:.1e}", gap=rolled["logit_gap"]),
+        _("re-reading the last W tokens: logits off by up to {gap:.2f},", gap=rolled["reread_gap"]),
+        "  " + _("{differ} of {n} greedy tokens different", differ=rolled["reread_tokens_differ"],
+                 n=rolled["new_tokens"]),
+    ])
+
+
 def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40, seed: int = 0) -> dict:
     """Greedy generation by the reference ``generate_with_window`` with a rolling cache, on a randomly
     initialised :class:`~attention_course.masked_gpt.MaskedGPT` of :data:`WINDOW_MODEL`'s sizes

@@ -17,6 +17,14 @@ LOSS_FIGURE_WORDS = (N_("training loss (one batch)"), N_("training loss (mean of
 ALIGNMENT_FIGURE_WORDS = (N_("source character"), N_("output character"))
 
 
+def describe_run(history: dict, accuracy: float, count: int) -> str:
+    """One line for a training run on the dates: its steps, CPU and wall time and device, and the
+    held-out exact match of ``count`` dates."""
+    return _("{steps} steps, {cpu:.1f} s of CPU ({wall:.0f} s wall) on {device}; held-out exact match "
+             "{accuracy:.1%} of {count} dates", steps=history["steps_done"], cpu=history["cpu_seconds"],
+             wall=history["seconds"], device=history["device"], accuracy=accuracy, count=count)
+
+
 def describe_loss(history: dict, window: int = 25, last: int | None = None) -> str:
     """How far the training loss fell (orders of magnitude, between the means of its first and
     last ``window`` steps), and, when ``last`` is given, how much of that fall came in the last
