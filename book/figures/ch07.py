@@ -413,7 +413,6 @@ def held_out_exact_match(model: nn.Module, task, decode=greedy_decode, max_len: 
     return exact_match(predictions, test.targets), predictions
 
 
-@torch.no_grad()
 def describe_training(history: dict, parameters: int, accuracy: float, count: int) -> str:
     """One line for the chapter's training run: steps, CPU and wall time, device, parameters, and
     the held-out exact match of ``count`` dates."""
@@ -440,6 +439,7 @@ def describe_default_embeddings(history: dict, accuracy: float, course_accuracy:
              course=course_accuracy)
 
 
+@torch.no_grad()
 def transformer_translate(model: Transformer, task, sources, max_len: int = 12) -> dict:
     """Greedy translations of the strings ``sources`` and the attention weights behind them.
 

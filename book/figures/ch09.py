@@ -766,7 +766,6 @@ class _CacheWatch(nn.Module):
 WINDOW_MODEL = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "d_ff": 64, "num_layers": 3, "max_len": 64}
 
 
-@torch.no_grad()
 def describe_window_generation(rolled: dict) -> str:
     """:func:`window_generation`'s result as the page prints it."""
     return "\n".join([
@@ -781,6 +780,7 @@ def describe_window_generation(rolled: dict) -> str:
     ])
 
 
+@torch.no_grad()
 def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40, seed: int = 0) -> dict:
     """Greedy generation by the reference ``generate_with_window`` with a rolling cache, on a randomly
     initialised :class:`~attention_course.masked_gpt.MaskedGPT` of :data:`WINDOW_MODEL`'s sizes
