@@ -135,7 +135,7 @@ def cell(monkeypatch):
     ax.set_title(_("{n} steps on {device}", n=300, device="cpu"))
     ax.set_xticks([0, 1], [_("query"), "k2"])
     ax.legend()
-    text = "\n".join([f"{_('encoder'):8s} " + _("held-out accuracy {accuracy:.1%}", accuracy=0.9873),
+    text = "\n".join([i18n.padded(_("encoder"), 8) + " " + _("held-out accuracy {accuracy:.1%}", accuracy=0.9873),
                       f"{_('window'):8s} " + _("held-out accuracy {accuracy:.1%}", accuracy=0.5),
                       _("faster at: {names}", names=", ".join([_("encoder"), "GRU"]))])
     bundle = i18n._figure_bundle(fig)
@@ -144,7 +144,8 @@ def cell(monkeypatch):
     outputs = [{"output_type": "stream", "name": "stdout", "text": text + "\n"},
                {"output_type": "display_data", "metadata": {},
                 "data": {"image/png": english_png, "text/plain": "<Figure>", **bundle}},
-               {"output_type": "display_data", "metadata": {}, "data": {i18n.MIME: {"messages": i18n._messages()}}}]
+               {"output_type": "display_data", "metadata": {},
+                "data": {i18n.MIME: {"messages": i18n._messages(), "cells": i18n._padded_cells()}}}]
     i18n._start_cell()
     return outputs
 
@@ -157,7 +158,8 @@ CHINESE = {"training loss": "训练损失", "{n} steps on {device}": "在 {devic
 def test_the_chinese_build_translates_printouts_and_figures(cell):
     translated = translated_outputs.translate_outputs(cell, CHINESE, "test cell")
     assert len(translated) == 2, "the cell's messages are not an output of their own"
-    assert translated[0]["text"] == ("编码器   留出集准确率 98.7%\n"   # the column after the label kept: 3 + 6
+    # a padded cell (figures.i18n.padded) and a label padded by the page's own f-string keep the column
+    assert translated[0]["text"] == ("编码器   留出集准确率 98.7%\n"
                                      "窗口 MLP 留出集准确率 50.0%\n"
                                      "更快的是：编码器, GRU\n")
     chinese_png = translated[1]["data"]["image/png"]

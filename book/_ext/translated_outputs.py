@@ -24,23 +24,24 @@ outside quotes: words that no message covers).
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import functools
-import io
+import logging
 import pickle
 import re
 import sys
 import unicodedata
+import warnings
+import zlib
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
-from sphinx.util import logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # book/: the figure package
 from figures.i18n import MIME  # noqa: E402
 
-logger = logging.getLogger(__name__)
 
 LANGUAGE = "zh_CN"
 CATALOG = "figures.po"
@@ -51,6 +52,7 @@ CJK_FONTS = {"monospace": "WenQuanYi Micro Hei Mono", "default": "WenQuanYi Micr
 #: Two lowercase English words in a row: prose that no message translated.
 PROSE = re.compile(r"(?<![\w'])[a-z]{2,}[ -][a-z]{2,}(?![\w'])")
 QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+CALL = re.compile(r"[A-Za-z_][\w.]*\([^()\n]*\)")
 
 
 class TranslationError(Exception):
@@ -59,8 +61,11 @@ class TranslationError(Exception):
 
 def english_prose(text: str) -> list[str]:
     """The runs of English words in ``text`` outside quoted strings (which quote data: dates,
-    tokens, the notes)."""
-    return PROSE.findall(QUOTED.sub("''", text))
+    tokens, the notes) and code (``softmax(head head^T)``)."""
+    text = QUOTED.sub("''", text)
+    while CALL.search(text):
+        text = CALL.sub("", text)
+    return PROSE.findall(text)
 
 
 def width(text: str) -> int:
@@ -78,7 +83,8 @@ def read_catalog(path: Path) -> dict[str, str]:
 
 
 def _unpack(data: str):
-    return pickle.loads(base64.b64decode(data))
+    """What ``figures.i18n._pack`` packed."""
+    return pickle.loads(zlib.decompress(base64.b64decode(data)))
 
 
 _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_]\w*)[^{}]*\}")
@@ -87,9 +93,10 @@ _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_]\w*)[^{}]*\}")
 class Translator:
     """The Chinese of one cell's messages, from the catalog and the values of the execution."""
 
-    def __init__(self, catalog: dict[str, str], messages: list[dict]):
+    def __init__(self, catalog: dict[str, str], messages: list[dict], cells: list[list] = ()):
         self.catalog = catalog
         self.messages = {m["en"]: (m["msgid"], _unpack(m["values"])) for m in messages}
+        self.cells = {cell: (text, size, align) for cell, text, size, align in cells}
         self.missing: set[str] = set()
         self._done: dict[str, str] = {}
 
@@ -117,25 +124,36 @@ class Translator:
             return self.catalog[text]
         return text
 
+    def _padded_cells(self, text: str) -> str:
+        """``text`` with each padded table cell (``figures.i18n.padded``) whose text is a message
+        replaced by its Chinese, padded to the same width on screen."""
+        for cell in sorted((c for c in self.cells if c in text), key=len, reverse=True):
+            english, size, align = self.cells[cell]
+            if english in self.messages:
+                chinese = self.message(english)
+                pad = " " * max(0, size - width(chinese))
+                text = text.replace(cell, chinese + pad if align == "<" else pad + chinese)
+        return text
+
     def printout(self, text: str, align: bool = True, depth: int = 0) -> str:
-        """``text`` with every recorded message in it replaced by its Chinese. With ``align``,
-        a message padded to a column keeps the column: the padding after it (a label that starts its
-        line, or two spaces or more) or before it (two spaces or more, right-aligned) grows or
-        shrinks by the difference in width."""
-        found = sorted((e for e in self.messages if e in text), key=len, reverse=True)
+        """``text`` with every recorded message in it replaced by its Chinese. With ``align``, the
+        padded table cells keep their width on screen (:meth:`_padded_cells`), and so does a
+        message followed by two spaces or more (a label the page pads itself: ``{what:46s}``)."""
+        if align:
+            text = self._padded_cells(text)
+        # a message's own leading and trailing spaces (a format spec's padding) are matched as
+        # padding, which the alignment below adjusts
+        found = {e.strip(): e for e in self.messages if e.strip() and e.strip() in text}
         if not found:
             return text
-        pattern = re.compile(r"( *)(?<![\w-])(" + "|".join(map(re.escape, found)) + r")(?![\w-])( *)")
+        alternatives = "|".join(map(re.escape, sorted(found, key=len, reverse=True)))
+        pattern = re.compile(r"( *)(?<![\w-])(" + alternatives + r")(?![\w-])( *)")
 
         def replace(match: re.Match) -> str:
             lead, english, trail = match.groups()
-            chinese = self.message(english, depth)
-            delta = len(english) - width(chinese)
-            starts_line = not lead and (match.start() == 0 or text[match.start() - 1] == "\n")
-            if align and trail and (len(trail) >= 2 or starts_line):
-                trail = " " * max(1, len(trail) + delta)
-            elif align and len(lead) >= 2 and len(trail) <= 1:
-                lead = " " * max(1, len(lead) + delta)
+            chinese = self.message(found[english], depth).strip()
+            if align and len(trail) >= 2:
+                trail = " " * max(1, len(trail) + len(english) - width(chinese))
             return lead + chinese + trail
 
         return pattern.sub(replace, text)
@@ -159,9 +177,45 @@ def _translate_labels(formatter, translator: Translator) -> None:
         formatter.func = functools.partial(formatter.func.func, labels)
 
 
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _missing_glyphs():
+    """The characters that a drawing inside this block finds in none of a text's fonts (a tofu
+    box each), as matplotlib reports them: a warning, or a log record of its math renderer. The
+    other font messages (no bold face in the CJK font) are left out of the build's log."""
+    handler, logger = _Collect(), logging.getLogger("matplotlib")
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    missing: list[str] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield missing
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+    missing += [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    missing += [m for m in handler.messages if "does not have a glyph" in m]
+
+
+CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+MATH = re.compile(r"(?<!\\)\$.+(?<!\\)\$")
+
+
 def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list[str]]:
     """The Chinese PNG of a pickled figure, drawn as IPython's inline backend drew the English
-    one, and the English prose left in its texts."""
+    one, and the English prose left in its texts. Raises :class:`TranslationError` when a
+    Chinese text would show tofu boxes: a character no font has, or Chinese in a text with math
+    (``$...$``: matplotlib's math renderer has no CJK font; write the math in Unicode)."""
     import matplotlib
 
     matplotlib.use("agg")
@@ -189,10 +243,16 @@ def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list
                 chinese = translator.text(english)
                 text.set_fontfamily(_cjk_family(text.get_fontfamily()))
                 if chinese != english:
+                    if CJK.search(chinese) and MATH.search(chinese):
+                        raise TranslationError(f"the translation {chinese!r} of {english!r} has Chinese in a "
+                                               "text with math ($...$), which matplotlib draws without a CJK font")
                     text.set_text(chinese)
                 elif text.get_visible():
                     left += english_prose(english)
-            png = print_figure(fig, "png")
+            with _missing_glyphs() as missing:
+                png = print_figure(fig, "png")
+            if missing:
+                raise TranslationError("tofu: characters no font of the figure has: " + "; ".join(sorted(set(missing))))
         finally:
             plt.close(fig)
     return png, left
@@ -200,19 +260,19 @@ def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list
 
 def recorded_messages(outputs: list) -> list[dict]:
     """The messages that outputs carry (a figure's, and the cell's at its end)."""
-    messages = []
-    for output in outputs:
-        payload = output.get("data", {}).get(MIME)
-        if payload:
-            messages += payload["messages"]
-    return messages
+    return [m for output in outputs for m in output.get("data", {}).get(MIME, {}).get("messages", [])]
+
+
+def padded_cells(outputs: list) -> list[list]:
+    """The padded table cells that a cell's outputs carry."""
+    return [c for output in outputs for c in output.get("data", {}).get(MIME, {}).get("cells", [])]
 
 
 def translate_outputs(outputs: list, catalog: dict[str, str], where: str, page: list[dict] = ()) -> list:
     """A cell's outputs in Chinese (copies); raises :class:`TranslationError` naming what is
     missing. ``page``: the messages of the page's other cells (a module imported in one cell
     formats its constant words there, and another cell prints them)."""
-    translator = Translator(catalog, [*page, *recorded_messages(outputs)])
+    translator = Translator(catalog, [*page, *recorded_messages(outputs)], padded_cells(outputs))
     translated, problems = [], []
     for index, output in enumerate(outputs, start=1):
         output = copy.deepcopy(output)

@@ -16,7 +16,7 @@ from attention_course.reference.ch01 import (
     pairwise_sq_dists,
 )
 from attention_course.regression import RegressionData, make_regression_data
-from figures.i18n import _
+from figures.i18n import _, padded
 
 #: the three kernels of the chapter, by the names ``nadaraya_watson`` takes
 KERNELS = {"gaussian": gaussian_kernel, "boxcar": boxcar_kernel, "epanechnikov": epanechnikov_kernel}
@@ -110,7 +110,7 @@ def plot_bandwidth_effect(
 def far_query(scores, kernel_values, weights) -> str:
     """The page's printout for a query far from every key: its scores, their exponentials (the
     kernel values) and their softmax, one labelled line each."""
-    return "\n".join(f"{label:22s} {values}" for label, values in (
+    return "\n".join(f"{padded(label, 22)} {values}" for label, values in (
         (_("scores:"), scores), (_("kernel values:"), kernel_values), (_("softmax of the scores:"), weights)))
 
 

@@ -11,7 +11,7 @@ from torch import nn
 from attention_course.reference.ch02 import masked_softmax
 from attention_course.reference.ch04 import MultiHeadAttention, merge_heads, mha_param_count, split_heads
 from attention_course.twins import to_torch_multihead
-from figures.i18n import _
+from figures.i18n import _, padded
 
 
 def plot_split_heads(T: int = 3, D: int = 6, num_heads: int = 2):
@@ -129,8 +129,8 @@ def split_merge_summary(X: torch.Tensor, heads: torch.Tensor, merged: torch.Tens
 
 def head_count_text(d_model: int = 512, heads=(1, 2, 4, 8, 16)) -> str:
     """:func:`head_count_table` as the page prints it, one row per number of heads."""
-    heads_h = _("heads h")
-    lines = [f"{heads_h:>8} {'d_head':>7} {'4D^2 + 4D':>10} {'nn.MultiheadAttention':>22}"]
+    heads_h = padded(_("heads h"), 8, ">")
+    lines = [f"{heads_h} {'d_head':>7} {'4D^2 + 4D':>10} {'nn.MultiheadAttention':>22}"]
     for h, d_head, formula, counted in head_count_table(d_model, heads):
         lines.append(f"{h:>8} {d_head:>7} {formula:>10,} {counted:>22,}")
     return "\n".join(lines)

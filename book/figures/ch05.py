@@ -13,7 +13,7 @@ from attention_course.device import best_device
 from attention_course.reference.ch02 import scaled_dot_product_attention
 from attention_course.reference.ch05 import (image_to_patches, layer_costs, relative_shift_matrix,
                                               sinusoidal_positional_encoding)
-from figures.i18n import _
+from figures.i18n import _, padded
 
 
 def permutation_check(n: int = 6, d: int = 8, seed: int = 1) -> dict[str, float]:
@@ -152,8 +152,8 @@ def cost_table(sizes=((50, 512), (4096, 512)), k: int = 3) -> str:
     """The leading terms of :func:`layer_costs` for each ``(n, d)`` of ``sizes`` next to the full
     counts of multiply-adds: self-attention with its projections, ``4 n d^2 + 2 n^2 d``; a plain
     RNN, ``2 n d^2``; a GRU, ``6 n d^2``."""
-    table, attention = _("table: n^2 d"), _("attention 4nd^2 + 2n^2 d")
-    lines = [f"{'n':>5} {'d':>4} {table:>13} {'n d^2':>9} {attention:>25} {'RNN 2nd^2':>10} {'GRU 6nd^2':>10}"]
+    table, attention = padded(_("table: n^2 d"), 13, ">"), padded(_("attention 4nd^2 + 2n^2 d"), 25, ">")
+    lines = [f"{'n':>5} {'d':>4} {table} {'n d^2':>9} {attention} {'RNN 2nd^2':>10} {'GRU 6nd^2':>10}"]
     for n, d in sizes:
         leading = layer_costs(n, d, k=k)
         lines.append(f"{n:>5} {d:>4} {leading['self_attention'][0]:>13.3g} {leading['rnn'][0]:>9.3g} "

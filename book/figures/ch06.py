@@ -33,7 +33,7 @@ from attention_course.tagging import (
 )
 from attention_course.training import init_transformer_weights
 from attention_course.twins import to_torch_encoder_layer
-from figures.i18n import N_, _
+from figures.i18n import N_, _, padded
 
 __all__ = [
     "embedding_scales",
@@ -116,7 +116,7 @@ def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32,
 def describe_embedding_scales(scales: dict[str, float]) -> str:
     """:func:`embedding_scales`' result as the page prints it."""
     rms = _("root mean square of the entries")
-    return "\n".join(f"{what:46s} {rms} {value:5.2f}" for what, value in scales.items())
+    return "\n".join(f"{padded(what, 46)} {rms} {value:5.2f}" for what, value in scales.items())
 
 
 # --------------------------------------------------------------------------------------
@@ -256,12 +256,12 @@ def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16
 def gradient_table(result: dict, blocks=(1, 2, 3, 6, 12)) -> str:
     """:func:`gradient_norms_by_depth`'s ``result`` as a table: per stack, the token spread of its
     output and the gradient of ``W_q, W_k`` in ``blocks``."""
-    stack, spread = _("stack"), _("token spread")
+    stack, spread = padded(_("stack"), 36), padded(_("token spread"), 12, ">")
     grads = _("|grad W_q, W_k| in blocks {blocks}", blocks=", ".join(map(str, blocks)))
-    lines = [f"{stack:36s} {spread:>12s}   {grads}"]
+    lines = [f"{stack} {spread}   {grads}"]
     for label, row in result.items():
         cells = "  ".join(f"{row['query_key'][b - 1]:8.1e}" for b in blocks)
-        lines.append(f"{label:36s} {row['spread']:12.2f}   {cells}")
+        lines.append(f"{padded(label, 36)} {row['spread']:12.2f}   {cells}")
     return "\n".join(lines)
 
 
@@ -371,7 +371,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
 
 def describe_batch_dependence(result: dict) -> str:
     """:func:`batch_dependence`'s largest changes, one line per normalisation."""
-    return "\n".join(f"{method:30s} " + _("largest change of the sentence's normalised vectors over all batches: "
+    return "\n".join(f"{padded(method, 30)} " + _("largest change of the sentence's normalised vectors over all batches: "
                                            "{change:.2f}", change=change)
                      for method, change in result["largest_change"].items())
 
@@ -427,9 +427,9 @@ def parameter_counts(configs=((512, 8, 2048), (64, 4, 128))) -> list[dict]:
 
 def parameter_table(rows: list[dict]) -> str:
     """:func:`parameter_counts`' rows as the page prints them."""
-    header = [_("attention"), _("FFN"), _("formula"), _("2 LNs"), _("block")]
-    lines = [f"{'(d_model, h, d_ff)':>18} {header[0]:>10} {header[1]:>10} {header[2]:>10} {header[3]:>6} "
-             f"{header[4]:>10}"]
+    header = [padded(_("attention"), 10, ">"), padded(_("FFN"), 10, ">"), padded(_("formula"), 10, ">"),
+              padded(_("2 LNs"), 6, ">"), padded(_("block"), 10, ">")]
+    lines = [f"{'(d_model, h, d_ff)':>18} " + " ".join(header)]
     for row in rows:
         lines.append(f"{str(row['config']):>18} {row['attention']:>10,} {row['ffn']:>10,} {row['ffn_formula']:>10,} "
                      f"{row['layer_norms']:>6,} {row['block']:>10,}")
@@ -439,7 +439,7 @@ def parameter_table(rows: list[dict]) -> str:
 def describe_agreement(differences: dict[str, float]) -> str:
     """:func:`torch_encoder_agreement`'s result, one line per comparison."""
     largest = _("max |difference|")
-    return "\n".join(f"{what:58s} {largest} {difference:.1e}" for what, difference in differences.items())
+    return "\n".join(f"{padded(what, 58)} {largest} {difference:.1e}" for what, difference in differences.items())
 
 
 def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 32, batch_size: int = 3,
@@ -558,7 +558,7 @@ def describe_runs(runs: dict) -> str:
     lines = []
     for name, run in runs.items():
         history = run["history"]
-        lines.append(f"{_(name):8s} " + _("{steps:5d} steps in {cpu:4.1f} s of CPU ({wall:.0f} s wall) on {device}: "
+        lines.append(padded(_(name), 8) + " " + _("{steps:5d} steps in {cpu:4.1f} s of CPU ({wall:.0f} s wall) on {device}: "
                                           "held-out token accuracy {accuracy:.1%}", steps=history["steps_done"],
                                           cpu=history["cpu_seconds"], wall=history["seconds"],
                                           device=history["device"], accuracy=run["test_accuracy"]))
@@ -622,7 +622,7 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
         ax.axhline(100 * ceiling["always_no"], color="0.5", linestyle=":", linewidth=1,
                    label=_("always answer 'no': {accuracy:.1%}", accuracy=ceiling["always_no"]))
     batch_sizes = sorted({run["recipe"].training["batch_size"] for run in runs.values()})
-    ax.set_xlabel(_("training step (batches of {sizes} strings)", sizes=_(" or ").join(map(str, batch_sizes))))
+    ax.set_xlabel(_("training step (batches of {sizes} strings)", sizes="/".join(map(str, batch_sizes))))
     ax.set_ylabel(_("validation token accuracy (%)"))
     ax.set_ylim(40, 101)
     ax.legend(fontsize="small", loc="lower right")

@@ -29,7 +29,7 @@ from attention_course.recipes import BAHDANAU, TRANSFORMER
 from attention_course.seq2seq import make_seq2seq, make_transformer, train_seq2seq, train_transformer
 from attention_course.twins import to_torch_decoder_layer
 from figures.ch06 import padding_to_attention_mask
-from figures.i18n import N_, _
+from figures.i18n import N_, _, padded
 
 __all__ = [
     "NOTES_TARGET",
@@ -143,8 +143,8 @@ def teacher_forcing_rows(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> list[
 
 def teacher_forcing_text(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> str:
     """:func:`teacher_forcing_rows` as the page prints them: position, what the decoder sees, label."""
-    position, sees, label = _("position"), _("what the decoder sees"), _("label")
-    lines = [f"{position:10s}{sees:44s}{label}"]
+    position, sees, label = padded(_("position"), 10), padded(_("what the decoder sees"), 44), _("label")
+    lines = [position + sees + label]
     for t, (seen, target) in enumerate(teacher_forcing_rows(tokens, masked)):
         lines.append(f"{t:<10d}{' '.join(seen):44s}{target}")
     return "\n".join(lines)
@@ -248,9 +248,9 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
 
 def leak_table(result: dict[str, list[float]]) -> str:
     """:func:`future_leak_check`'s result: one row per model, one column per position."""
-    lines = [f"{name:22s}" + " ".join(f"{c:8.1e}" for c in changes) for name, changes in result.items()]
-    positions, position = len(next(iter(result.values()))), _("position")
-    lines.append(f"{position:22s}" + " ".join(f"{t:8d}" for t in range(positions)))
+    lines = [padded(name, 22) + " ".join(f"{c:8.1e}" for c in changes) for name, changes in result.items()]
+    positions = len(next(iter(result.values())))
+    lines.append(padded(_("position"), 22) + " ".join(f"{t:8d}" for t in range(positions)))
     return "\n".join(lines)
 
 
@@ -345,7 +345,7 @@ def describe_parameters(parts: dict[str, int], task) -> str:
     """:func:`parameter_breakdown`'s parts and their total, and the sizes of ``task``'s two
     vocabularies."""
     total = _("total")
-    lines = [f"{part:20s}{count:9,d}" for part, count in {**parts, total: sum(parts.values())}.items()]
+    lines = [f"{padded(part, 20)}{count:9,d}" for part, count in {**parts, total: sum(parts.values())}.items()]
     lines.append(_("vocabularies, special tokens included: {source} source tokens, {target} target tokens",
                    source=len(task.src_vocab), target=len(task.tgt_vocab)))
     return "\n".join(lines)

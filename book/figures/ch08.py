@@ -23,7 +23,7 @@ from attention_course.recipes import DECODER_ONLY
 from attention_course.reference.ch08 import GPT, beam_search, generate, top_k_top_p_filter
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas, _repeat
-from figures.i18n import _
+from figures.i18n import _, padded
 
 __all__ = [
     "WORDS",
@@ -146,9 +146,8 @@ FLAT = (0.22, 0.21, 0.20, 0.19, 0.18)
 
 def rules_table(rules: dict[str, list[float]], words=WORDS) -> str:
     """:func:`decoding_rules`' result as a table: one row per rule, one column per word."""
-    rule = _("rule")
-    lines = [f"{rule:26s}" + "".join(f"{w:>8s}" for w in words)]
-    lines += [f"{name:26s}" + "".join(f"{p:8.4f}" for p in probs) for name, probs in rules.items()]
+    lines = [padded(_("rule"), 26) + "".join(f"{w:>8s}" for w in words)]
+    lines += [padded(name, 26) + "".join(f"{p:8.4f}" for p in probs) for name, probs in rules.items()]
     return "\n".join(lines)
 
 
@@ -169,7 +168,7 @@ def top_k_against_top_p(top_k: int = 3, top_p: float = 0.85) -> list[dict]:
 
 def kept_table(rows: list[dict]) -> str:
     """:func:`top_k_against_top_p`'s rows, one line each."""
-    return "\n".join(f"{row['distribution']:7s} {row['rule']:10s} "
+    return "\n".join(f"{padded(row['distribution'], 7)} {row['rule']:10s} "
                      + _("keeps {kept} of 5 tokens, {mass:.2f} of the probability", kept=row["kept"], mass=row["mass"])
                      for row in rows)
 
@@ -269,8 +268,9 @@ def beam_search_grid(widths=(1, 2, 3), penalties=(0.0, 1.0), max_new_tokens: int
 def sequence_table(grid: dict, rows: int = 6) -> str:
     """The ``rows`` most probable finished sequences of :func:`beam_search_grid`, with their
     probability, log-probability, length and mean log-probability."""
-    sequence, probability, length, per_token = _("sequence"), _("probability"), _("length"), _("log-prob/length")
-    lines = [f"{sequence:12s}{probability:>12s}{'log-prob':>10s}{length:>8s}{per_token:>17s}"]
+    header = [padded(_("sequence"), 12), padded(_("probability"), 12, ">"), padded(_("log-prob"), 10, ">"),
+              padded(_("length"), 8, ">"), padded(_("log-prob/length"), 17, ">")]
+    lines = ["".join(header)]
     for words, p, logp, n in grid["table"][:rows]:
         lines.append(f"{words:12s}{p:12.4f}{logp:10.3f}{n:8d}{logp / n:17.3f}")
     return "\n".join(lines)
@@ -279,8 +279,8 @@ def sequence_table(grid: dict, rows: int = 6) -> str:
 def beam_table(grid: dict, widths=(1, 2, 3), penalties=(0.0, 1.0)) -> str:
     """What :func:`beam_search_grid`'s beam search finds for each width and length penalty
     ``alpha``, next to the exhaustive best."""
-    header = [_("width {w}", w=w) for w in widths]
-    lines = [f"{'alpha':7s}" + "".join(f"{h:12s}" for h in header) + _("exhaustive")]
+    header = [padded(_("width {w}", w=w), 12) for w in widths]
+    lines = [f"{'alpha':7s}" + "".join(header) + _("exhaustive")]
     for alpha in penalties:
         found = "".join(f"{grid['beam'][w, alpha][0]:12s}" for w in widths)
         lines.append(f"{alpha:<7.0f}{found}{grid['best'][alpha][0]}")
@@ -327,9 +327,9 @@ def attention_work(T: int) -> dict[str, int]:
 def work_table(lengths=(64, 128, 256)) -> str:
     """:func:`attention_work` for each length: scores computed and token passes, without and with
     the cache."""
-    scores, passes, without, cache, ratio = _("scores"), _("token passes"), _("no cache"), _("cache"), _("ratio")
-    lines = [f"{'':5s}{scores:>24s}{'':8s}{passes:>24s}",
-             f"{'T':>5s}{without:>12s}{cache:>12s}{ratio:>8s}{without:>12s}{cache:>12s}"]
+    scores, passes = padded(_("scores"), 24, ">"), padded(_("token passes"), 24, ">")
+    without, cache, ratio = padded(_("no cache"), 12, ">"), padded(_("cache"), 12, ">"), padded(_("ratio"), 8, ">")
+    lines = [f"{'':5s}{scores}{'':8s}{passes}", f"{'T':>5s}{without}{cache}{ratio}{without}{cache}"]
     for T in lengths:
         work = attention_work(T)
         lines.append(f"{T:5d}{work['without cache']:12,d}{work['with cache']:12,d}"
@@ -345,7 +345,7 @@ def cache_memory_table(models) -> str:
     lines = [f"{'':12s}  {numbers}"]
     for name, layers, width, length in models:
         count, mib = cache_memory(layers, width, length)
-        lines.append(f"{name:12s}  2 x {layers:4d} x {length:4d} x {width:4d} = {count:11,d}  {mib:5.1f} MiB")
+        lines.append(f"{padded(name, 12)}  2 x {layers:4d} x {length:4d} x {width:4d} = {count:11,d}  {mib:5.1f} MiB")
     return "\n".join(lines)
 
 
@@ -399,9 +399,9 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
 
 def speed_table(rows: list[dict]) -> str:
     """:func:`generation_speed`'s rows as a table."""
-    new, speed, without, speedup, same = (_("new tokens"), _("tokens/s, cache"), _("no cache"), _("speed-up"),
-                                          _("same tokens"))
-    lines = [f"{new:>10s}{speed:>17s}{without:>10s}{speedup:>10s}  {same}"]
+    header = [padded(_("new tokens"), 10, ">"), padded(_("tokens/s, cache"), 17, ">"), padded(_("no cache"), 10, ">"),
+              padded(_("speed-up"), 10, ">")]
+    lines = ["".join(header) + "  " + _("same tokens")]
     for row in rows:
         lines.append(f"{row['tokens']:10d}{row['with']:17,.0f}{row['without']:10,.0f}"
                      f"{row['speedup']:9.1f}x  {row['same']}")
@@ -426,11 +426,13 @@ def describe_speed(rows: list[dict]) -> str:
     assert all(r["same"] for r in rows), "generation with and without the cache gave different tokens"
     speedups = " -> ".join(f"{r['speedup']:.1f}x" for r in rows)
     ratios = " -> ".join(f"{q:.0f}" for q in ratio)
-    return (f"from {first['tokens']} to {last['tokens']} new tokens:\n"
-            f"  speed-up {speedups}; ratio of the score counts (2T+1)/3 {ratios}\n"
-            f"  tokens/s with the cache x{last['with'] / first['with']:.2f}, "
-            f"without it x{last['without'] / first['without']:.2f}\n"
-            f"  the same tokens both ways at every length: {all(r['same'] for r in rows)}")
+    return "\n".join([
+        _("from {first} to {last} new tokens:", first=first["tokens"], last=last["tokens"]),
+        "  " + _("speed-up {speedups}; ratio of the score counts (2T+1)/3 {ratios}", speedups=speedups, ratios=ratios),
+        "  " + _("tokens/s with the cache x{cached:.2f}, without it x{uncached:.2f}",
+                 cached=last["with"] / first["with"], uncached=last["without"] / first["without"]),
+        "  " + _("the same tokens both ways at every length: {same}", same=all(r["same"] for r in rows)),
+    ])
 
 
 # --------------------------------------------------------------------------------------
@@ -466,7 +468,7 @@ def describe_embedding_sizes(model: GPT) -> str:
     """:func:`embedding_sizes` of ``model``, one line each, and whether its output layer is its
     token embedding."""
     rms = _("root mean square of the entries")
-    lines = [f"{what:20s} {rms} {size:.4f}" for what, size in embedding_sizes(model).items()]
+    lines = [f"{padded(what, 20)} {rms} {size:.4f}" for what, size in embedding_sizes(model).items()]
     lines.append(_("the output layer's weight is the token embedding's: {tied}",
                    tied=model.lm_head.weight is model.token_embedding.weight))
     return "\n".join(lines)
@@ -701,8 +703,8 @@ def steps_table(steps: list[dict], answer: str, target: str, num_blocks: int) ->
     """:func:`answer_step_by_step`'s steps as a table (what each pass read, the cache's length after
     it, the most probable next characters), then the answer, the target and the last cache's
     shape."""
-    step, read, cache, top = _("step"), _("read"), _("cache"), _("most probable next characters")
-    lines = [f"{step:>4s}  {read:22s}{cache:>6s}  {top}"]
+    step, read, cache = padded(_("step"), 4, ">"), padded(_("read"), 22), padded(_("cache"), 6, ">")
+    lines = [f"{step}  {read}{cache}  " + _("most probable next characters")]
     for k, row in enumerate(steps):
         best = "  ".join(f"{char:>5s} {p:.3f}" for char, p in row["top"])
         lines.append(f"{k + 1:4d}  {row['fed']!r:22s}{row['cache']:6d}  {best}")
@@ -781,7 +783,7 @@ def compare_answers(model: GPT, task: PromptTask, source: str, target: str, gree
         verdict = (_("{answer!r}, right, summed log-probability {logp:.3f}", answer=answer, logp=logp)
                    if answer == target else
                    _("{answer!r}, wrong, summed log-probability {logp:.3f}", answer=answer, logp=logp))
-        lines.append(f"{name:24s}{verdict}")
+        lines.append(padded(name, 24) + verdict)
     return "\n".join(lines)
 
 

@@ -39,7 +39,7 @@ from attention_course.reference.ch09 import (GroupedQueryAttention, TiledAttenti
                                              online_softmax, update_online_softmax, sliding_window_mask)
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas
-from figures.i18n import _
+from figures.i18n import _, padded
 
 __all__ = [
     "matrix_bytes",
@@ -95,8 +95,9 @@ def matrix_bytes(T: int, bytes_per_number: int = 4, batch: int = 1, heads: int =
 def matrix_table(lengths=(1024, 8192, 32768), heads: int = 12, batch: int = 8) -> str:
     """:func:`matrix_bytes` for each length: one ``T x T`` matrix in MiB, and ``heads`` heads of a
     batch of ``batch`` in GiB."""
-    one, many = _("one T x T, float32"), _("{heads} heads, batch {batch}", heads=heads, batch=batch)
-    lines = [f"{'T':>7s}{one:>22s}{many:>20s}"]
+    one = padded(_("one T x T, float32"), 22, ">")
+    many = padded(_("{heads} heads, batch {batch}", heads=heads, batch=batch), 20, ">")
+    lines = [f"{'T':>7s}{one}{many}"]
     for T in lengths:
         lines.append(f"{T:7,d}{matrix_bytes(T) / 2**20:18,.0f} MiB"
                      f"{matrix_bytes(T, heads=heads, batch=batch) / 2**30:16,.1f} GiB")
@@ -185,11 +186,12 @@ def where_the_time_goes(T: int = 2048, d: int = 64, repeats: int = 3) -> list[di
 
 def time_table(stages: list[dict]) -> str:
     """:func:`where_the_time_goes`' stages as a table: milliseconds, share of the time, MFLOP."""
-    stage, share = _("stage"), _("share")
-    lines = [f"{stage:24s}{'ms':>7s}{share:>7s}{'MFLOP':>8s}"]
+    stage, share = padded(_("stage"), 24), padded(_("share"), 7, ">")
+    lines = [f"{stage}{'ms':>7s}{share}{'MFLOP':>8s}"]
     total = sum(s["seconds"] for s in stages)
     for s in stages:
-        lines.append(f"{s['stage']:24s}{1e3 * s['seconds']:7.1f}{s['seconds'] / total:7.0%}{s['flops'] / 1e6:8,.0f}")
+        lines.append(f"{padded(s['stage'], 24)}{1e3 * s['seconds']:7.1f}{s['seconds'] / total:7.0%}"
+                     f"{s['flops'] / 1e6:8,.0f}")
     return "\n".join(lines)
 
 
@@ -430,11 +432,11 @@ def memory_table(sizes=(512, 1024, 2048), d: int = 64, methods=None, repeats: in
 
 def memory_text(rows: list[dict]) -> str:
     """:func:`memory_table`'s rows as a table."""
-    method, largest, peak = _("method"), _("largest"), _("peak MiB")
-    lines = [f"{'T':>5s}  {method:18s}{largest:>11s}{peak:>10s}{'ms':>7s}{'us/row':>7s}"]
+    method, largest, peak = padded(_("method"), 18), padded(_("largest"), 11, ">"), padded(_("peak MiB"), 10, ">")
+    lines = [f"{'T':>5s}  {method}{largest}{peak}{'ms':>7s}{'us/row':>7s}"]
     for r in rows:
         peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
-        lines.append(f"{r['T']:5d}  {r['method']:18s}{r['largest']:11,d}{peak:>10s}"
+        lines.append(f"{r['T']:5d}  {padded(r['method'], 18)}{r['largest']:11,d}{peak:>10s}"
                      f"{1e3 * r['seconds']:7.1f}{r['us_per_row']:7.1f}")
     return "\n".join(lines)
 
@@ -506,9 +508,9 @@ def describe_gpu(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         if r["ms"] is None:
-            lines.append(f"{r['T']:6d}  {r['method']:18s} " + _("out of memory"))
+            lines.append(f"{r['T']:6d}  {padded(r['method'], 18)} " + _("out of memory"))
         else:
-            lines.append(f"{r['T']:6d}  {r['method']:18s}{r['peak_mib']:8.1f} MiB"
+            lines.append(f"{r['T']:6d}  {padded(r['method'], 18)}{r['peak_mib']:8.1f} MiB"
                          f"{r['ms']:8.2f} ms{r['us_per_row']:7.2f} us/row")
     return "\n".join(lines)
 
@@ -639,8 +641,9 @@ def describe_cache_sizes(model_sizes: dict, published=PUBLISHED, tokens: int = 4
 
 def gqa_table(rows: list[dict]) -> str:
     """:func:`gqa_comparison`'s rows as a table."""
-    header = [_("kv heads"), _("params"), _("cache B/token"), _("valid loss"), _("exact match"), _("CPU s")]
-    lines = [f"{header[0]:>8s}{header[1]:>8s}{header[2]:>14s}{header[3]:>11s}{header[4]:>12s}{header[5]:>7s}"]
+    header = [padded(_("kv heads"), 8, ">"), padded(_("params"), 8, ">"), padded(_("cache B/token"), 14, ">"),
+              padded(_("valid loss"), 11, ">"), padded(_("exact match"), 12, ">"), padded(_("CPU s"), 7, ">")]
+    lines = ["".join(header)]
     for r in rows:
         lines.append(f"{r['kv_heads']:8d}{r['parameters']:8,d}{r['cache_bytes']:14,d}"
                      f"{r['valid_loss']:11.3f}{r['accuracy']:12.1%}{r['cpu_seconds']:7.1f}")

@@ -9,12 +9,13 @@ carries what the Chinese build needs to say the same thing in Chinese:
 - every matplotlib figure a page shows carries itself, pickled, in its display bundle (beside
   the English PNG), under :data:`MIME`;
 - every cell that formatted messages ends with one more display output of :data:`MIME`: the
-  English text of each message, its message id and its values.
+  English text of each message, its message id and its values, and the table cells it padded
+  (:func:`padded`).
 
 MyST-NB shows neither (an unknown MIME type). The Chinese build (``book/_ext/translated_outputs.py``)
 formats each message's translation from ``locale/zh_CN/LC_MESSAGES/figures.po`` with the same
-values, puts it in place of the English in the cell's printout, translates the figure's texts
-the same way and draws the figure again. So the numbers come from the one execution, and a
+values, puts it in place of the English in the cell's printout (a padded table cell padded to
+the same width), translates the figure's texts the same way and draws the figure again. So the numbers come from the one execution, and a
 corrected translation needs no new execution. The catalog is made from this package by
 ``pybabel extract -k _ -k N_`` (``make figures-catalog``).
 
@@ -26,12 +27,15 @@ from __future__ import annotations
 
 import base64
 import pickle
+import zlib
 
 #: The MIME type of what the Chinese build needs (a JSON object: ``figure``, ``rc``, ``messages``).
 MIME = "application/vnd.attention-course.translatable+json"
 
 #: The messages formatted since the current cell began: English text -> (message id, values).
 _recorded: dict[str, tuple[str, dict]] = {}
+#: The table cells padded since the current cell began: padded text -> (text, width, alignment).
+_cells: dict[str, tuple[str, int, str]] = {}
 _hooked = False
 
 
@@ -46,6 +50,17 @@ def _(message: str, **values) -> str:
     return text
 
 
+def padded(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` characters, on the right (``align="<"``) or on the
+    left (``">"``): a cell of a printed table. Recorded, so that the Chinese build pads the
+    translation of ``text`` to the same width on screen (a Chinese character takes two columns)
+    and the table's columns stay aligned."""
+    cell = f"{text:{align}{width}}"
+    if _hooked and cell != text:
+        _cells[cell] = (text, width, align)
+    return cell
+
+
 def N_(message: str) -> str:
     """``message`` unchanged: marks English that something else draws (the course package's
     plots), so that it is extracted into the catalog and the Chinese build translates it
@@ -54,12 +69,17 @@ def N_(message: str) -> str:
 
 
 def _pack(obj) -> str:
-    return base64.b64encode(pickle.dumps(obj)).decode("ascii")
+    """``obj`` pickled, compressed (a figure's data arrays shrink about eightfold) and in base64."""
+    return base64.b64encode(zlib.compress(pickle.dumps(obj), 6)).decode("ascii")
 
 
 def _messages() -> list[dict]:
     return [{"en": text, "msgid": msgid, "values": _pack(values)}
             for text, (msgid, values) in _recorded.items()]
+
+
+def _padded_cells() -> list[list]:
+    return [[cell, text, width, align] for cell, (text, width, align) in _cells.items()]
 
 
 def _figure_bundle(fig, include=None, exclude=None):
@@ -75,16 +95,17 @@ def _figure_bundle(fig, include=None, exclude=None):
 
 def _start_cell(*args) -> None:
     _recorded.clear()
+    _cells.clear()
 
 
 def _end_cell(*args) -> None:
-    """Publish the cell's messages (after its figures, which the inline backend shows on
-    ``post_execute``)."""
+    """Publish the cell's messages and padded cells (after its figures, which the inline backend
+    shows on ``post_execute``)."""
     if _recorded:
         from IPython.display import display
 
-        display({MIME: {"messages": _messages()}}, raw=True)
-        _recorded.clear()
+        display({MIME: {"messages": _messages(), "cells": _padded_cells()}}, raw=True)
+    _start_cell()
 
 
 def _hook_into_kernel() -> None:
