@@ -166,6 +166,12 @@ def test_the_chinese_build_translates_printouts_and_figures(cell):
     assert chinese_png != cell[1]["data"]["image/png"] and i18n.MIME not in translated[1]["data"]
 
 
+def test_a_word_in_quotes_or_code_is_data():
+    english = {"en": "boxcar", "msgid": "boxcar", "values": i18n._pack({})}
+    translator = translated_outputs.Translator({"boxcar": "箱式核"}, [english])
+    assert translator.printout("{'boxcar': 0.34}; boxcar=3; boxcar\n") == "{'boxcar': 0.34}; boxcar=3; 箱式核\n"
+
+
 def test_a_figure_drawn_again_untranslated_is_the_english_png(cell):
     """The Chinese build draws a figure as the inline backend drew the English one: without a
     translation, the same bytes."""

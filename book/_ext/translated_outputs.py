@@ -142,12 +142,13 @@ class Translator:
         if align:
             text = self._padded_cells(text)
         # a message's own leading and trailing spaces (a format spec's padding) are matched as
-        # padding, which the alignment below adjusts
+        # padding, which the alignment below adjusts; a message in quotes is data or an
+        # identifier ({'boxcar': 0.34}, window=3) and stays
         found = {e.strip(): e for e in self.messages if e.strip() and e.strip() in text}
         if not found:
             return text
         alternatives = "|".join(map(re.escape, sorted(found, key=len, reverse=True)))
-        pattern = re.compile(r"( *)(?<![\w-])(" + alternatives + r")(?![\w-])( *)")
+        pattern = re.compile(r"( *)(?<![\w'\"=-])(" + alternatives + r")(?![\w'\"=-])( *)")
 
         def replace(match: re.Match) -> str:
             lead, english, trail = match.groups()
