@@ -51,8 +51,9 @@ CJK_FONTS = {"monospace": "WenQuanYi Micro Hei Mono", "default": "WenQuanYi Micr
 
 #: Two lowercase English words in a row: prose that no message translated.
 PROSE = re.compile(r"(?<![\w'])[a-z]{2,}[ -][a-z]{2,}(?![\w'])")
-QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
 CALL = re.compile(r"[A-Za-z_][\w.]*\([^()\n]*\)")
+UNITS = re.compile(r"(?<![\w-])(ms|us|ns)(?=[\s/]|$)")
 
 
 class TranslationError(Exception):
@@ -61,8 +62,8 @@ class TranslationError(Exception):
 
 def english_prose(text: str) -> list[str]:
     """The runs of English words in ``text`` outside quoted strings (which quote data: dates,
-    tokens, the notes) and code (``softmax(head head^T)``)."""
-    text = QUOTED.sub("''", text)
+    tokens, the notes), code (``softmax(head head^T)``) and units (``ms us/row``)."""
+    text = UNITS.sub("", QUOTED.sub("''", text))
     while CALL.search(text):
         text = CALL.sub("", text)
     return PROSE.findall(text)
@@ -86,6 +87,9 @@ def _unpack(data: str):
     """What ``figures.i18n._pack`` packed."""
     return pickle.loads(zlib.decompress(base64.b64decode(data)))
 
+
+#: Where a message may begin and end in a printout: not inside a word, quotes or ``name=value``.
+BOUNDARY_BEFORE, BOUNDARY_AFTER = r"(?<![\w'\"=-])", r"(?![\w'\"=-])"
 
 _PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_]\w*)[^{}]*\}")
 
@@ -132,7 +136,9 @@ class Translator:
             if english in self.messages:
                 chinese = self.message(english)
                 pad = " " * max(0, size - width(chinese))
-                text = text.replace(cell, chinese + pad if align == "<" else pad + chinese)
+                filled = chinese + pad if align == "<" else pad + chinese
+                # the cell whole, not the end of a word (" cache" in "last cache:")
+                text = re.sub(BOUNDARY_BEFORE + re.escape(cell) + BOUNDARY_AFTER, lambda match: filled, text)
         return text
 
     def printout(self, text: str, align: bool = True, depth: int = 0) -> str:
@@ -148,7 +154,7 @@ class Translator:
         if not found:
             return text
         alternatives = "|".join(map(re.escape, sorted(found, key=len, reverse=True)))
-        pattern = re.compile(r"( *)(?<![\w'\"=-])(" + alternatives + r")(?![\w'\"=-])( *)")
+        pattern = re.compile(r"( *)" + BOUNDARY_BEFORE + "(" + alternatives + ")" + BOUNDARY_AFTER + "( *)")
 
         def replace(match: re.Match) -> str:
             lead, english, trail = match.groups()
