@@ -176,8 +176,12 @@ def describe_alignment(weights, sources, translations) -> str:
         ends = _field_ends(source)
         cells = []
         for char, position, weight, agreeing in rows:
-            agree = f", {agreeing}/{heads} heads" if heads > 1 else ""
-            cells.append(f"{char}←{source[position]!r}@{position} ({weight:.2f}{agree})")
+            if heads > 1:
+                cells.append(_("{char}←{source!r}@{position} ({weight:.2f}, {agreeing}/{heads} heads)", char=char,
+                               source=source[position], position=position, weight=weight, agreeing=agreeing,
+                               heads=heads))
+            else:
+                cells.append(f"{char}←{source[position]!r}@{position} ({weight:.2f})")
             at_end += position in ends
             total += 1
         lines.append(f"{source!r} → {translation}")

@@ -293,7 +293,7 @@ def tile_counts(T: int, block: int) -> dict[str, int]:
                 masked += (j + 1) * block - 1 > i * block
     if computed != n * (n + 1) // 2 or masked != n:
         raise AssertionError("the tile counts disagree with their closed forms")
-    return {_("tiles"): n * n, _("computed"): computed, _("masked inside"): masked, _("skipped"): n * n - computed}
+    return {"tiles": n * n, "computed": computed, "masked inside": masked, "skipped": n * n - computed}
 
 
 # --------------------------------------------------------------------------------------
@@ -380,7 +380,9 @@ METHODS = {
 
 def describe_tiles(tiles: dict[str, int]) -> str:
     """:func:`tile_counts`' result, and the share of the tiles computed."""
-    return "\n".join([", ".join(f"{k}: {v:,}" for k, v in tiles.items()),
+    return "\n".join([_("tiles: {tiles:,}, computed: {computed:,}, masked inside: {masked:,}, skipped: {skipped:,}",
+                        tiles=tiles["tiles"], computed=tiles["computed"], masked=tiles["masked inside"],
+                        skipped=tiles["skipped"]),
                       _("computed: {share:.1%} of the tiles", share=tiles["computed"] / tiles["tiles"])])
 
 
