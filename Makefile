@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow
+.PHONY: install install-sandbox system book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -54,10 +54,23 @@ book: $(STAMP)
 # obsolete one. The book's: the templates from Sphinx's gettext builder (nothing executed), then
 # sphinx-intl; the exercises': Babel, from solutions/ (its line per catalog says what is left).
 # tests/test_translations.py lists what is left to translate (docs/translating.md).
-translations: $(STAMP)
+translations: $(STAMP) figures-catalog
 	$(BIN)/python -m courseware pot _build/gettext
 	$(BIN)/sphinx-intl update -p _build/gettext -l zh_CN -d locale -w 0
 	$(BIN)/python -m courseware translations update
+
+# The words of the book's figures and printouts (what book/figures passes to figures.i18n._ and
+# N_), extracted by Babel into _build/figures.pot and merged into the Chinese catalog
+# locale/zh_CN/LC_MESSAGES/figures.po: a new message gets an empty entry, a changed one a fuzzy
+# guess, a removed one goes. Translate those (docs/translating.md); the English book must then be
+# executed again only if a figure's code changed, never for a translation.
+FIGURES_POT := _build/figures.pot
+PYBABEL_EXTRACT = $(BIN)/pybabel extract --no-default-keywords -k _ -k N_ --add-location=file -c TRANSLATORS: \
+	--project="Attention, from kernels to Transformers (figures)" --copyright-holder="The Attention course team"
+figures-catalog: $(STAMP)
+	mkdir -p _build
+	$(PYBABEL_EXTRACT) -o $(FIGURES_POT) book/figures
+	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --width=100
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
 test: $(STAMP) system
