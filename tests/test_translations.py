@@ -350,6 +350,10 @@ def read_terms(path: Path = TERMS) -> list[dict]:
 
 PARENTHESIS = re.compile(r"\s*[(（]([^()（）]*)[)）]\s*")
 GLOSS = re.compile(r"\s+\(([^()]*)\)")  # "softmax (归一化指数函数)": another name of the term
+#: "memory (the encoder's output)": a parenthesis that says which sense of a common word is the term.
+#: Prose uses the word in its other senses too (a computer's memory), which no pattern tells apart:
+#: such a row binds the glossary tables and the translators' reading, not a search of the prose.
+SENSE = re.compile(r"\(the [^()]*\)\s*$")
 OPTIONAL = re.compile(r"（[^（）]*）")  # "（注意力）头": a part the prose may leave out
 
 
@@ -357,6 +361,8 @@ def _english_variants(text: str) -> list[str]:
     """The English of a term as prose writes it: a parenthesis left out or read inline
     ("saturation (of the softmax)"), pairs split ("overflow / underflow"), a shared head given
     to a lone first word ("absolute / relative position")."""
+    if SENSE.search(text):
+        return []
     plain = " ".join(PARENTHESIS.sub(" ", text).split())
     inline = " ".join(re.sub(r"[()]", " ", text).split())
     found = []
@@ -686,6 +692,7 @@ def test_term_list_reads_its_rows_as_prose_writes_them():
     assert by_variant["saturation"].accepted == ("饱和",)
     assert "saturation of the softmax" in by_variant
     assert by_variant["head"].accepted == ("头",) and "attention head" in by_variant
+    assert not [t for t in terms() if "memory" in t.variants]  # the encoder's memory, a term of one sense only
     assert _pattern("query").search("the queries") and not _pattern("mask").search("masked")
     assert _pattern("bias–variance trade-off").search("the bias-variance trade-offs")
     assert PurePosixPath(TERMS.relative_to(REPO)).as_posix() == "locale/zh_CN/terms.csv"
