@@ -430,6 +430,11 @@ def exemptions(message: Message) -> dict[str, str]:
 #: the exercises' pieces (``#.``) whose code is written without backticks: a docstring, a comment, printed text
 CODE_AS_WRITTEN = ("docstring of", "a comment", "text the cell prints", "an error message")
 KEPT_START = re.compile(r"keep its start '([^']+)'")
+#: more code of such pieces: a name called or indexed (``dropout(``, ``mask[i, j]``), an attribute
+#: (``.encoder``), a name beside an operator (``temperature == 0``, ``i - window < j``, ``dropout =``),
+#: the name that starts an item of a paragraph of items (``. window: W >= 1``)
+CODE_WORD = re.compile(r"\b[A-Za-z_]\w*(?=[(\[])|\.[A-Za-z_]\w*|(?<=[-+*/<>=] )[A-Za-z_]\w*"
+                       r"|[A-Za-z_]\w*(?= (?:[-+*/<>=!]=?|//|\*\*) )|(?:^|(?<=[.;] ))[A-Za-z_]\w*(?=: )")
 
 
 def without_code(message: Message) -> str:
@@ -445,7 +450,7 @@ def without_code(message: Message) -> str:
         text = "X" + text[len(start.group(1)):]
     for name in sorted(code_names(text), key=len, reverse=True):
         text = text.replace(name, "X")
-    return text
+    return CODE_WORD.sub("X", text)
 
 
 def term_problems(message: Message, term_list: list[Term]) -> list[str]:
@@ -665,6 +670,10 @@ def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
     assert term_problems(code, term_list) == []  # code written without backticks is not a term
     code.id, code.string = "kernel: the kernel's width, see kernel(x).", "kernel: 核的宽度，见 kernel(x)。"
     assert term_problems(code, term_list)  # the word of prose still is
+    code.id, code.string = "kernel: h. kernel == 0: none; kernel[i] is kernel.", "kernel: h。kernel == 0：无；kernel[i] 为核函数。"
+    assert term_problems(code, term_list) == []
+    code.string = "kernel: h。kernel == 0：无；kernel[i] 为 kernel。"
+    assert term_problems(code, term_list)
     # the other term in use: once, and on the page that explains the term
     twice = _write(_catalog([{"id": "Pooling", "string": "注意力汇聚，也译作注意力池化。"},
                              {"id": "Pooling again", "string": "注意力池化。"}]),
