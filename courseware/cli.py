@@ -61,6 +61,9 @@ def _catalogs(args) -> int:
                   f"to check, {len(state.misfits)} that do not fit, {state.obsolete} obsolete")
             if args.entries:
                 _list_entries(state)
+        for path in sorted((translations.LOCALE / translations.LANGUAGE / "LC_MESSAGES" / "book").glob("*.po")):
+            if translations.unflag_prose_percent(path):
+                print(f"unflagged {path.relative_to(REPO)}: python-format off entries whose '%' is prose")
         return 0
     rows = [translations.status(name) for name in names]
     print(f"{'catalog (locale/' + translations.LANGUAGE + '/LC_MESSAGES/)':<38} {'entries':>7} {'words':>6} {'done':>5} {'fuzzy':>5} {'empty':>5} {'misfit':>6}  state")

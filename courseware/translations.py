@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import datetime
 import io
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -161,6 +162,40 @@ def _with_previous_ids(catalog: Catalog) -> Catalog:
             if text.startswith("msgid ") and message.fuzzy:
                 message.previous_id = [denormalize(text[len("msgid "):])]
     return catalog
+
+
+# A field of printf-style formatting; "%" then a space and a letter is English prose ("90 % of").
+PERCENT_FIELD = re.compile(r"%(?:\(\w+\))?(?! +[A-Za-z])[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc%]")
+
+
+def unflag_prose_percent(path: Path) -> bool:
+    """Take ``python-format`` off the entries of a Sphinx catalog (``book/<page>.po``) whose English
+    has no printf field: Babel flags "90 % of the runs" (``% o``), sphinx-intl writes the flag back at
+    every update, and ``msgfmt --check`` then refuses a translation that says "90 % 的". Only the
+    ``#,`` lines change; True when the file did."""
+    text = path.read_text(encoding="utf-8")
+    blocks = text.split("\n\n")
+    for i, block in enumerate(blocks):
+        lines = block.split("\n")
+        flags = [k for k, line in enumerate(lines) if line.startswith("#, ") and "python-format" in line]
+        ids = [k for k, line in enumerate(lines) if line.startswith("msgid ")]
+        if not flags or not ids:
+            continue
+        end = next((k for k in range(ids[0] + 1, len(lines)) if not lines[k].startswith('"')), len(lines))
+        msgid = denormalize("\n".join(lines[ids[0]:end])[len("msgid "):])
+        if PERCENT_FIELD.search(msgid):
+            continue
+        kept = [f for f in lines[flags[0]][3:].split(", ") if f != "python-format"]
+        if kept:
+            lines[flags[0]] = "#, " + ", ".join(kept)
+        else:
+            del lines[flags[0]]
+        blocks[i] = "\n".join(lines)
+    new = "\n\n".join(blocks)
+    if new == text:
+        return False
+    path.write_text(new, encoding="utf-8")
+    return True
 
 
 def read_catalog(path: Path) -> Catalog:

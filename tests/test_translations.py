@@ -34,6 +34,8 @@ import pytest
 from babel.messages.catalog import Catalog, Message
 from babel.messages.pofile import read_po, write_po
 
+from courseware.translatable import code_names
+
 REPO = Path(__file__).resolve().parent.parent
 LOCALE = REPO / "locale" / "zh_CN"
 CATALOGS = LOCALE / "LC_MESSAGES"
@@ -201,9 +203,25 @@ def _role_target(content: str) -> str:
     return (explicit.group(1) if explicit else content).strip()
 
 
+def quoted(text: str) -> list[str]:
+    """The outermost “…” spans of ``text``, nested quotes included (“… “I” …” is one span)."""
+    spans, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "“":
+            start = i if depth == 0 else start
+            depth += 1
+        elif char == "”" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start:i + 1])
+    return spans
+
+
 def quotations(msgid: str, msgstr: str) -> list[str]:
-    """The notes' quotations (“…” holding Chinese) that the translation carries over unchanged."""
-    return [q for q in QUOTE.findall(msgid) if HAN.search(q) and q in msgstr]
+    """The notes' quotations that the translation carries over unchanged: a “…” of the English
+    (the English quotes only the notes so), nested quotes and all, kept exactly as written (their
+    spacing is the notes', not the translator's)."""
+    return [q for q in quoted(msgid) if q in msgstr]
 
 
 def prose(text: str, keep: list[str] = ()) -> str:
@@ -234,7 +252,10 @@ def style_problems(message: Message) -> list[str]:
                      "digits, code or math")
     for match in re.finditer(f"[{CJK}] {{2,}}[{LATIN}]|[{LATIN}] {{2,}}[{CJK}]", text):
         found.append(f"{match.group(0)!r}: one space, not more")
-    for match in re.finditer(f"[ \t]+[{FULL_WIDTH}]|[{FULL_WIDTH}][ \t]+", text):
+    # a table row's cell boundary ("） | 值 |") is markup, not prose: no rule about its spacing
+    space = (f"(?<![|\\s])[ \t]+[{FULL_WIDTH}]|[{FULL_WIDTH}][ \t]+(?![|\\s])" if message.id.startswith("|")
+             else f"[ \t]+[{FULL_WIDTH}]|[{FULL_WIDTH}][ \t]+")
+    for match in re.finditer(space, text):
         found.append(f"{match.group(0)!r}: no space beside full-width punctuation")
     return found
 
@@ -262,7 +283,9 @@ def markup(text: str) -> dict[str, Counter]:
 
 
 BRACE_FIELD = re.compile(r"(?<!\{)\{[A-Za-z_]?[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?\}(?!\})")
-PERCENT_FIELD = re.compile(r"%(?:\([\w]+\))?[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc%]")
+# "%" then a space and a letter is English prose ("90 % of the runs"), not a field: Babel flags such
+# an entry python-format all the same, and the translation rightly writes "90 % 的" or drops it.
+PERCENT_FIELD = re.compile(r"%(?:\([\w]+\))?(?! +[A-Za-z])[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc%]")
 
 
 def format_fields(message: Message, text: str) -> Counter:
@@ -327,6 +350,10 @@ def read_terms(path: Path = TERMS) -> list[dict]:
 
 PARENTHESIS = re.compile(r"\s*[(（]([^()（）]*)[)）]\s*")
 GLOSS = re.compile(r"\s+\(([^()]*)\)")  # "softmax (归一化指数函数)": another name of the term
+#: "memory (the encoder's output)": a parenthesis that says which sense of a common word is the term.
+#: Prose uses the word in its other senses too (a computer's memory), which no pattern tells apart:
+#: such a row binds the glossary tables and the translators' reading, not a search of the prose.
+SENSE = re.compile(r"\(the [^()]*\)\s*$")
 OPTIONAL = re.compile(r"（[^（）]*）")  # "（注意力）头": a part the prose may leave out
 
 
@@ -334,6 +361,8 @@ def _english_variants(text: str) -> list[str]:
     """The English of a term as prose writes it: a parenthesis left out or read inline
     ("saturation (of the softmax)"), pairs split ("overflow / underflow"), a shared head given
     to a lone first word ("absolute / relative position")."""
+    if SENSE.search(text):
+        return []
     plain = " ".join(PARENTHESIS.sub(" ", text).split())
     inline = " ".join(re.sub(r"[()]", " ", text).split())
     found = []
@@ -398,11 +427,37 @@ def exemptions(message: Message) -> dict[str, str]:
     return found
 
 
+#: the exercises' pieces (``#.``) whose code is written without backticks: a docstring, a comment, printed text
+CODE_AS_WRITTEN = ("docstring of", "a comment", "text the cell prints", "an error message")
+KEPT_START = re.compile(r"keep its start '([^']+)'")
+#: more code of such pieces: a name called or indexed (``dropout(``, ``mask[i, j]``), an attribute
+#: (``.encoder``), a name beside an operator (``temperature == 0``, ``i - window < j``, ``dropout =``),
+#: the name that starts an item of a paragraph of items (``. window: W >= 1``)
+CODE_WORD = re.compile(r"\b[A-Za-z_]\w*(?=[(\[])|\.[A-Za-z_]\w*|(?<=[-+*/<>=] )[A-Za-z_]\w*"
+                       r"|[A-Za-z_]\w*(?= (?:[-+*/<>=!]=?|//|\*\*) )|(?:^|(?<=[.;] ))[A-Za-z_]\w*(?=: )")
+
+
+def without_code(message: Message) -> str:
+    """The English of the entry without the code it writes without backticks (a docstring's
+    ``dropout: ...``, ``model(tokens)``, ``nn.Embedding(max_len, d_model)``): the names that
+    courseware.translatable makes the translation keep exactly are code, not words of a term."""
+    kind = " ".join(message.auto_comments)
+    if not kind.startswith(CODE_AS_WRITTEN):
+        return message.id
+    text = message.id
+    start = KEPT_START.search(kind)
+    if start and text.startswith(start.group(1)):
+        text = "X" + text[len(start.group(1)):]
+    for name in sorted(code_names(text), key=len, reverse=True):
+        text = text.replace(name, "X")
+    return CODE_WORD.sub("X", text)
+
+
 def term_problems(message: Message, term_list: list[Term]) -> list[str]:
     """The listed terms the English uses whose Chinese term the translation lacks."""
     if not message.string or message.string == message.id:
         return []
-    english = prose(message.id, [q for q in QUOTE.findall(message.id) if HAN.search(q)])
+    english = prose(without_code(message), [q for q in quoted(message.id) if HAN.search(q)])
     chinese = prose(message.string).lower()
     exempt = exemptions(message)
     found = [f"the comment `not a term: {t}` must say why" for t, why in exempt.items() if not why]
@@ -583,6 +638,11 @@ def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
     assert style_problems(one("A tensor of shape (B, T, D).", "形状为 (B, T, D) 的张量。")) == []
     quote = "“会把结果除以一个常数D_k”"
     assert style_problems(one(f"{quote} (notes 001): wrong.", f"{quote}（笔记 001）：有误。")) == []
+    nested = "“例如 token “I” 的查询（ 如 “love” ）”"  # the notes' own spacing, nested quotes and all
+    assert style_problems(one(f"{nested} (notes 000): wrong.", f"{nested}（笔记 000）：有误。")) == []
+    assert style_problems(one("Wrong (notes 000).", "“例如 token（ 如”有误。"))  # not carried over: checked
+    assert style_problems(one("| a | b (c) |", "| 甲 | 乙（丙） |")) == []  # a cell boundary
+    assert any("beside full-width" in p for p in style_problems(one("| a | b, c |", "| 甲 | 乙， 丙 |")))
     # markup
     assert any("inline code" in p for p in markup_problems(one("Call `f(x)`.", "调用 `g(x)`。")))
     assert any("math" in p for p in markup_problems(one("Scale by $\\sqrt d$.", "用 $d$ 缩放。")))
@@ -593,6 +653,10 @@ def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
     field = Message("Expected {expected!r}, got %(got)s.", "应为 {expected!r}，得到 %(got)s。",
                     flags=["python-brace-format", "python-format"])
     assert markup_problems(field) == []
+    prose_percent = Message("In 90 % of the runs, %(n)d steps.", "%(n)d 步，九成的运行如此。", flags=["python-format"])
+    assert markup_problems(prose_percent) == []  # "% o" of "90 % of" is prose, not a field
+    prose_percent.string = "90 % 的运行如此。"
+    assert any("%(n)d" in p for p in markup_problems(prose_percent))
     field.string = "应为 {expect!r}，得到 %(got)d。"
     assert any("format fields" in p and "{expected!r}" in p and "%(got)s" in p for p in markup_problems(field))
     # terms: the listed term, the longer one first, the exemption needs a reason
@@ -601,6 +665,15 @@ def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
     assert term_problems(one("Peak memory.", "峰值内存。"), term_list)
     assert term_problems(one("Peak memory.", "峰值内存。", ["not a term: memory"]), term_list)
     assert term_problems(one("Two kernels.", "两个核函数。"), term_list) == []
+    code = Message("kernel: see kernel(x).", "kernel: 见 kernel(x)。",
+                   auto_comments=["docstring of f, an item of 'Args:' (keep its start 'kernel:')"])
+    assert term_problems(code, term_list) == []  # code written without backticks is not a term
+    code.id, code.string = "kernel: the kernel's width, see kernel(x).", "kernel: 核的宽度，见 kernel(x)。"
+    assert term_problems(code, term_list)  # the word of prose still is
+    code.id, code.string = "kernel: h. kernel == 0: none; kernel[i] is kernel.", "kernel: h。kernel == 0：无；kernel[i] 为核函数。"
+    assert term_problems(code, term_list) == []
+    code.string = "kernel: h。kernel == 0：无；kernel[i] 为 kernel。"
+    assert term_problems(code, term_list)
     # the other term in use: once, and on the page that explains the term
     twice = _write(_catalog([{"id": "Pooling", "string": "注意力汇聚，也译作注意力池化。"},
                              {"id": "Pooling again", "string": "注意力池化。"}]),
@@ -628,6 +701,7 @@ def test_term_list_reads_its_rows_as_prose_writes_them():
     assert by_variant["saturation"].accepted == ("饱和",)
     assert "saturation of the softmax" in by_variant
     assert by_variant["head"].accepted == ("头",) and "attention head" in by_variant
+    assert not [t for t in terms() if "memory" in t.variants]  # the encoder's memory, a term of one sense only
     assert _pattern("query").search("the queries") and not _pattern("mask").search("masked")
     assert _pattern("bias–variance trade-off").search("the bias-variance trade-offs")
     assert PurePosixPath(TERMS.relative_to(REPO)).as_posix() == "locale/zh_CN/terms.csv"
