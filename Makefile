@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow
+.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow translations
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -22,7 +22,20 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
-install: $(STAMP)
+# The clone's own package speaks every language of locale/: its messages.po compiled into
+# attention_course/locale/ (git-ignored) whenever the catalog changes. The chapters' wheels and
+# the grader compile their own from the same .po files (autograder/translations.py).
+PACKAGE_CATALOGS := $(patsubst locale/%/LC_MESSAGES/messages.po,attention_course/locale/%/LC_MESSAGES/messages.mo,\
+	$(wildcard locale/*/LC_MESSAGES/messages.po))
+$(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%/LC_MESSAGES/messages.po $(STAMP)
+	$(BIN)/python -m courseware catalogs
+
+install: $(STAMP) $(PACKAGE_CATALOGS)
+
+# The translation catalogs (locale/<language>/LC_MESSAGES/) brought up to date with the English, one
+# command per kind of catalog: each lists what is left to translate (docs/translating.md).
+translations: $(STAMP)
+	$(BIN)/python -m courseware messages
 
 # Debian packages, each target installing only what is missing (needs root or sudo).
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
@@ -47,11 +60,11 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . -W --keep-going
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
-test: $(STAMP) system
+test: install system
 	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup
 
 # The quick tests only (no notebook runs, no book build).
-test-fast: $(STAMP)
+test-fast: install
 	$(BIN)/pytest -m "not slow"
 
 # notebooks/ regenerated from solutions/ by nbgrader generate_assignment (each with a first
