@@ -22,6 +22,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attention_course import i18n
 from autograder import translations
+from autograder.course import NOTEBOOKS
 from autograder.translations import N_
 
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
@@ -50,9 +51,14 @@ class HideHiddenTests(NbGraderPreprocessor):
     course's notes in the notebook's language."""
 
     def preprocess(self, nb, resources):
-        words = translations.words(i18n.notebook_language(nb.get("metadata")))
+        language = i18n.notebook_language(nb.get("metadata"))
+        words = translations.words(language)
         self._note = "# " + words(HIDDEN_NOTE[2:])
         self._no_response = words(NO_RESPONSE)
+        about = resources.get("nbgrader", {})
+        if language != i18n.ENGLISH and about.get("assignment") and about.get("notebook"):
+            released = NOTEBOOKS / language / about["assignment"] / f"{about['notebook']}.ipynb"
+            with_released_markdown(nb, released)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
@@ -65,6 +71,24 @@ class HideHiddenTests(NbGraderPreprocessor):
         if meta.get("comment") == NO_RESPONSE:  # nbgrader's words, put there by GetGrades
             meta["comment"] = getattr(self, "_no_response", NO_RESPONSE)
         return cell, resources
+
+
+def with_released_markdown(nb, released: Path) -> None:
+    """Put in ``nb`` (a graded notebook: the course's source cells) the text of the markdown cells
+    of ``released``, the learner notebook in the submission's language, matched by grade_id (else by
+    cell id): the page shows the prose the student read. Nothing changes where there is no such
+    notebook or cell. Only the page: the graded notebook and the gradebook keep the course's cells."""
+    if not released.is_file():
+        return
+    import nbformat
+
+    def key(cell) -> str | None:
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+
+    prose = {key(c): c.source for c in nbformat.read(released, as_version=4).cells if c.cell_type == "markdown"}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and key(cell) in prose:
+            cell.source = prose[key(cell)]
 
 
 # nbgrader's words on its feedback page (its template, nbgrader/server_extensions/formgrader/

@@ -8,13 +8,15 @@ it: the English notebook with its metadata naming zh_CN and its markdown marked 
 grader reads neither the markdown nor any cell but the solutions and the student's own). Once they
 are, ``chinese = from_chinese_notebook`` (one line, below) grades the real ones instead.
 
-The class: for every chapter whose tests train no model, the course's solution in Chinese and one
+The class (cheap on purpose: 14 submissions, about 60 CPU-seconds of grading): for every chapter
+whose tests train no model, the course's solution in Chinese (every test passes: each of its
+translated messages is built without an error); for the first :data:`MUTANT_CHAPTERS` of them, a
 notebook whose every exercise is a wrong implementation (the first of ``WRONG`` in
-``tests/mutants/<assignment>.py``) in both languages; for the chapters that train, the blank notebook
-in Chinese (training a model twice more would cost minutes of ``make test``: their solution's
-points are the same code path, the judge's, proven on the cheap chapters, and the tests' translated
-code is proven equivalent for every chapter in tests/test_i18n.py). The English solution and blank
-notebook of every chapter are in the batch already.
+``tests/mutants/<assignment>.py``) in both languages (the failures and their messages); for the
+chapters that train, the blank notebook in Chinese (their solution would train a model again:
+minutes of ``make test``; the tests' translated code is proven the same code for every chapter in
+tests/test_i18n.py); and one English blank notebook whose metadata is hostile. The English solution
+and blank notebook of every chapter are in the batch already.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ import nbformat
 import notebook_tools as nbt
 
 ZH = "zh_CN"
+# how many chapters (that train no model, in course order) get a notebook of wrong implementations in
+# both languages: more chapters cost about 8 CPU-seconds each
+MUTANT_CHAPTERS = 2
 ZH_NOTEBOOKS = nbt.NOTEBOOKS / ZH
 # a language no course speaks, in a metadata field of the wrong kind, and a path: graded as English
 HOSTILE_METADATA = {"language": {"zh_CN": "../../../etc/passwd"}, "extra": ["x"] * 3}
@@ -90,10 +95,14 @@ def twins(assignments: list[str]) -> dict[str, dict[str, str]]:
     """The mixed class this module adds to a batch: per assignment, student id -> the student
     id of the same code in English (the batch already holds ``solution`` and ``blank``)."""
     found = {}
+    cheap = [a for a in assignments if not trains(a)]
     for assignment in assignments:
-        found[assignment] = {"blank_zh": "blank"}
-        if not trains(assignment):
-            found[assignment].update({"solution_zh": "solution", "wrong_en": "wrong_en", "wrong_zh": "wrong_en"})
+        if assignment not in cheap:
+            found[assignment] = {"blank_zh": "blank"}
+            continue
+        found[assignment] = {"solution_zh": "solution"}
+        if assignment in cheap[:MUTANT_CHAPTERS]:
+            found[assignment].update({"wrong_en": "wrong_en", "wrong_zh": "wrong_en"})
     found[assignments[0]]["hostile_metadata"] = "blank"  # English: its metadata names no language of the course
     return found
 

@@ -245,3 +245,24 @@ def _mutants(assignment: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_the_feedback_page_shows_the_prose_of_the_notebook_in_the_students_language(tmp_path):
+    """The graded notebook is the course's (English) cells; its page shows the markdown of the
+    released notebook in the submission's language, matched by grade_id, and nothing else changes."""
+    import nbformat
+
+    from autograder.feedback import with_released_markdown
+
+    source = nbt.read(nbt.source_notebook(nbt.assignments()[0]))
+    released = copy.deepcopy(source)
+    for cell in released.cells:
+        if cell.cell_type == "markdown":
+            cell.source = "中文：" + cell.source
+    released.cells.reverse()  # matched by grade_id, not by position
+    nbformat.write(released, tmp_path / "released.ipynb")
+    graded = copy.deepcopy(source)
+    with_released_markdown(graded, tmp_path / "released.ipynb")
+    for before, after in zip(source.cells, graded.cells):
+        assert after.source == ("中文：" + before.source if before.cell_type == "markdown" else before.source)
+    with_released_markdown(graded, tmp_path / "missing.ipynb")  # no such notebook: the page keeps what it has
