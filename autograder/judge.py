@@ -20,6 +20,7 @@ process and the names they assign are taken from there.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
 import dataclasses
@@ -500,7 +501,6 @@ class Judge:
         written; it changes no verdict (:meth:`_here`)."""
         self.limits = limits
         self.language = i18n.supported(language)
-        self._translated: dict[str, str] = {}
         self.link = Link(limits, assignment, start)
         self.namespace: dict = {"__name__": "__main__"}
         self.shortcuts: list[dict] = []  # what the scan and the trip-wires found (see shortcut_verdicts)
@@ -533,15 +533,21 @@ class Judge:
         self._take(self._changed(reply, allowed))
         return None if reply.get("ok") else reply.get("error", {})
 
-    def _here(self, source: str, label: str) -> dict | None:
+    def _code(self, source: str, label: str):
+        """A course or test cell's code, compiled; in another language, the same code with only the
+        strings that build its messages translated (attention_course.i18n.translate_tree), or as
+        written should anything go wrong in translating it: a translation never costs a point."""
         if self.language != i18n.ENGLISH:
-            # the same code with only its messages' strings translated (attention_course.i18n)
-            if source not in self._translated:
-                self._translated[source] = i18n.translate_source(source)
-            source = self._translated[source]
+            try:
+                return compile(i18n.translate_tree(ast.parse(source)), f"<{label}>", "exec")
+            except Exception:  # noqa: BLE001 - the English code, which fails as it would anyway
+                pass
+        return compile(source, f"<{label}>", "exec")
+
+    def _here(self, source: str, label: str) -> dict | None:
         with _mirrored_seeds(self.link), warnings.catch_warnings():
             try:
-                exec(compile(source, f"<{label}>", "exec"), self.namespace)  # noqa: S102 - course code
+                exec(self._code(source, label), self.namespace)  # noqa: S102 - course code
             except BaseException as error:  # noqa: BLE001 - a failing test is a result
                 if isinstance(error, KeyboardInterrupt):
                     raise

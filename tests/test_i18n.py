@@ -266,3 +266,17 @@ def test_the_feedback_page_shows_the_prose_of_the_notebook_in_the_students_langu
     for before, after in zip(source.cells, graded.cells):
         assert after.source == ("中文：" + before.source if before.cell_type == "markdown" else before.source)
     with_released_markdown(graded, tmp_path / "missing.ipynb")  # no such notebook: the page keeps what it has
+
+
+def test_a_translation_that_fails_leaves_the_judge_the_english_code(monkeypatch):
+    """Whatever goes wrong in translating a test cell, the judge runs the cell as written."""
+    from autograder.judge import Judge
+
+    judge = Judge.__new__(Judge)  # no student's process needed to compile a cell
+    judge.language = ZH
+    namespace = {}
+    exec(judge._code('message = "f of a row"', "test"), namespace)
+    assert namespace["message"] == "f of a row"  # not a message: untouched
+    monkeypatch.setattr(i18n, "translate_tree", lambda tree, translate=None: 1 / 0)
+    exec(judge._code('assert 1, "f of a row"\nx = 2', "test"), namespace)
+    assert namespace["x"] == 2
