@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow translations
+.PHONY: install install-sandbox system book test test-fast release translations grade clean bench-grade bench-coordinator bench train-budget validate-slow
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -31,11 +31,6 @@ $(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%
 	$(BIN)/python -m courseware catalogs
 
 install: $(STAMP) $(PACKAGE_CATALOGS)
-
-# The translation catalogs (locale/<language>/LC_MESSAGES/) brought up to date with the English, one
-# command per kind of catalog: each lists what is left to translate (docs/translating.md).
-translations: $(STAMP)
-	$(BIN)/python -m courseware messages
 
 # Debian packages, each target installing only what is missing (needs root or sudo).
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
@@ -68,11 +63,20 @@ test-fast: install
 	$(BIN)/pytest -m "not slow"
 
 # notebooks/ regenerated from solutions/ by nbgrader generate_assignment (each with a first
-# cell that installs its chapter's package), and each chapter's package as a wheel in
+# cell that installs its chapter's package), notebooks/zh_CN/ the same from solutions/ translated by
+# the exercises' catalogs (where a catalog is complete), and each chapter's package as a wheel in
 # _build/wheels/ (what a learner downloads; `make book` publishes them in _static/wheels/).
 release: $(STAMP)
 	$(BIN)/python -m courseware release
 	$(BIN)/python -m courseware wheels _build/wheels
+
+# The Chinese catalogs (locale/zh_CN/LC_MESSAGES/) brought up to date with the English: new English
+# gets an empty entry, changed English a fuzzy one (its old translation kept), removed English an
+# obsolete one; each catalog's line says what is left to translate (docs/maintainers.md). One command
+# per kind of catalog: the exercises' (notebooks), then messages.po and autograder.po (courseware/messages.py).
+translations: $(STAMP)
+	$(BIN)/python -m courseware translations update
+	$(BIN)/python -m courseware messages
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
 grade: $(STAMP) install-sandbox

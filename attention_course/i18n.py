@@ -110,14 +110,15 @@ def _called(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def _message_roots(tree: ast.AST) -> Iterator[ast.expr]:
-    """The expressions whose value is only ever a message's text."""
+def _message_roots(tree: ast.AST, prints: bool = True) -> Iterator[ast.expr]:
+    """The expressions whose value is only ever a message's text (``print``'s arguments too, with
+    ``prints``)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert) and node.msg is not None:
             yield node.msg
         elif isinstance(node, ast.Call):
             called = _called(node)
-            if called in ("AssertionError", "print"):
+            if called == "AssertionError" or called == "print" and prints:
                 yield from node.args
             elif called and called not in _NOT_A_MESSAGE and (
                     called.startswith("check_") or (isinstance(node.func, ast.Attribute)
@@ -152,7 +153,7 @@ def _text_parts(expr: ast.expr, texts: list, uses: list) -> None:
         _text_parts(expr.orelse, texts, uses)
 
 
-def message_texts(tree: ast.AST) -> list[ast.expr]:
+def message_texts(tree: ast.AST, prints: bool = True) -> list[ast.expr]:
     """The string literals and f-strings of ``tree`` that build a message and nothing else.
 
     Those in a message root (:func:`_message_roots`), and those assigned (``=``, ``+=``) to a
@@ -178,7 +179,7 @@ def message_texts(tree: ast.AST) -> list[ast.expr]:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
             stores[node.id].append(None)
 
-    roots = list(_message_roots(tree))
+    roots = list(_message_roots(tree, prints))
     words = {name for name, values in stores.items() if values and all(v is not None for v in values)}
     while True:
         texts: list = []

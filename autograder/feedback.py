@@ -58,7 +58,7 @@ class HideHiddenTests(NbGraderPreprocessor):
         about = resources.get("nbgrader", {})
         if language != i18n.ENGLISH and about.get("assignment") and about.get("notebook"):
             released = NOTEBOOKS / language / about["assignment"] / f"{about['notebook']}.ipynb"
-            with_released_markdown(nb, released)
+            with_released_words(nb, released)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
@@ -73,22 +73,27 @@ class HideHiddenTests(NbGraderPreprocessor):
         return cell, resources
 
 
-def with_released_markdown(nb, released: Path) -> None:
-    """Put in ``nb`` (a graded notebook: the course's source cells) the text of the markdown cells
-    of ``released``, the learner notebook in the submission's language, matched by grade_id (else by
-    cell id): the page shows the prose the student read. Nothing changes where there is no such
-    notebook or cell. Only the page: the graded notebook and the gradebook keep the course's cells."""
+def with_released_words(nb, released: Path) -> None:
+    """Put in ``nb`` (a graded notebook: the course's source cells) the text of the course's cells of
+    ``released``, the learner notebook in the submission's language: its markdown, and its course
+    code cells (the same code, comments and docstrings translated), matched by grade_id (a markdown
+    cell without one by cell id): the page shows what the student read. Solution and test cells stay
+    as graded; nothing changes where there is no such notebook or cell. Only the page: the graded
+    notebook and the gradebook keep the course's cells."""
     if not released.is_file():
         return
     import nbformat
 
     def key(cell) -> str | None:
-        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution") or meta.get("grade") and cell.cell_type == "code":
+            return None  # the student's answer and the tests, as they were graded
+        return meta.get("grade_id") or (cell.get("id") if cell.cell_type == "markdown" else None)
 
-    prose = {key(c): c.source for c in nbformat.read(released, as_version=4).cells if c.cell_type == "markdown"}
+    words = {(c.cell_type, key(c)): c.source for c in nbformat.read(released, as_version=4).cells if key(c)}
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and key(cell) in prose:
-            cell.source = prose[key(cell)]
+        if (cell.cell_type, key(cell)) in words:
+            cell.source = words[cell.cell_type, key(cell)]
 
 
 # nbgrader's words on its feedback page (its template, nbgrader/server_extensions/formgrader/

@@ -80,35 +80,38 @@ def _mistakes(tree: ast.AST) -> Iterator[ast.Constant]:
             yield from node.keys
 
 
-def cell_words(source: str) -> list[tuple[str, bool]]:
-    """``(text, is_a_mistake)`` for every test word of a cell's code (see the module's doc)."""
+def cell_words(source: str, prints: bool = True) -> list[tuple[str, bool]]:
+    """``(text, is_a_mistake)`` for every test word of a cell's code (see the module's doc); the
+    text ``print`` shows too, with ``prints``."""
     lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     try:
         tree = ast.parse("\n".join(lines))
     except SyntaxError:
         return []
-    found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree)] + [(k.value, True) for k in _mistakes(tree)]
+    found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree, prints)] + [(k.value, True) for k in _mistakes(tree)]
     return [(text, mistake) for text, mistake in found if worth_translating(text)]
 
 
-def _course_and_test_cells(path: Path) -> Iterator[tuple[int, str, str]]:
-    """``(index, grade_id, source)`` of every code cell of a source notebook but its solutions."""
+def _course_and_test_cells(path: Path) -> Iterator[tuple[int, str, str, bool]]:
+    """``(index, grade_id, source, is_a_test)`` of every code cell of a source notebook but its solutions."""
     for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell["cell_type"] == "code" and not meta.get("solution"):
-            yield index, meta.get("grade_id") or f"cell-{index}", "".join(cell["source"])
+            yield index, meta.get("grade_id") or f"cell-{index}", "".join(cell["source"]), bool(meta.get("grade"))
 
 
 def notebook_words(part: str) -> Iterator[tuple[Path, int, str, str, bool]]:
     """``(notebook, cell index, grade_id, text, is_a_mistake)`` of the tests' words of every source
     notebook: those a learner's notebook holds (``part="visible"``), or those only the grader has
     (``"hidden"``: found in the whole cells and nowhere in a visible part)."""
+    # what a course cell prints is the notebook's catalog's (exercises/<assignment>.po: the Chinese
+    # notebook's course cells print Chinese); the test cells are the same code in both notebooks
     cells = [(path, *cell) for path in sorted(SOLUTIONS.glob("*/*.ipynb")) for cell in _course_and_test_cells(path)]
-    visible = {(path, index): cell_words(_visible(source)) for path, index, _, source in cells}
+    visible = {(path, index): cell_words(_visible(source), prints=test) for path, index, _, source, test in cells}
     shown = {text for words in visible.values() for text, _ in words}
-    for path, index, grade_id, source in cells:
+    for path, index, grade_id, source, test in cells:
         words = visible[path, index] if part == "visible" else [
-            (text, mistake) for text, mistake in cell_words(source) if text not in shown]
+            (text, mistake) for text, mistake in cell_words(source, prints=test) if text not in shown]
         for text, mistake in words:
             yield path, index, grade_id, text, mistake
 

@@ -3,10 +3,10 @@
 A Chinese submission is the Chinese learner notebook (``notebooks/zh_CN/<assignment>/<name>.ipynb``:
 the same cells, grade_ids and tests as the English one, its words translated, its metadata naming
 ``zh_CN``) with the student's code in its solution cells. :func:`chinese` makes it from the code of
-an English submission. Until the Chinese notebooks are released, :func:`stand_in_chinese` stands for
-it: the English notebook with its metadata naming zh_CN and its markdown marked as translated (the
-grader reads neither the markdown nor any cell but the solutions and the student's own). Once they
-are, ``chinese = from_chinese_notebook`` (one line, below) grades the real ones instead.
+an English submission: :func:`from_chinese_notebook`, from the released Chinese notebook; for a
+chapter that has none yet, :func:`stand_in_chinese` stands for it (the English notebook with its
+metadata naming zh_CN and its markdown marked as translated: the grader reads neither the markdown
+nor any cell but the solutions and the student's own).
 
 The class (cheap on purpose: 14 submissions, about 60 CPU-seconds of grading): for every chapter
 whose tests train no model, the course's solution in Chinese (every test passes: each of its
@@ -67,8 +67,12 @@ def from_chinese_notebook(nb: nbformat.NotebookNode, assignment: str) -> nbforma
     return chinese_nb
 
 
-# The one line to change when notebooks/zh_CN/ exists: chinese = from_chinese_notebook
-chinese = stand_in_chinese
+def chinese(nb: nbformat.NotebookNode, assignment: str) -> nbformat.NotebookNode:
+    """The Chinese submission of ``nb``'s code: from the released Chinese notebook, or, for a chapter
+    whose catalog is not complete yet (``make release`` then writes no Chinese notebook), the stand-in."""
+    if any((ZH_NOTEBOOKS / assignment).glob("*.ipynb")):
+        return from_chinese_notebook(nb, assignment)
+    return stand_in_chinese(nb, assignment)
 
 
 def _first_wrong(assignment: str) -> dict[str, str]:

@@ -300,6 +300,8 @@ def test_a_chinese_submission_is_told_in_chinese(graded):
         for student in (s for s in students if s.endswith("_zh")):
             page = next((graded / "feedback" / student / assignment).glob("*.html")).read_text()
             assert '<html lang="zh-CN">' in page and "得分" in page
+            if any((languages.ZH_NOTEBOOKS / assignment).glob("*.ipynb")):  # the prose the student read
+                assert _has_chinese(re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S).group(1)), f"{student}/{assignment}"
             left = [w for w in NBGRADER_WORDS if w in page]
             assert not left, f"{student}/{assignment}: nbgrader's words left in English: {left}"
             words = html.unescape(re.sub(r"<[^>]+>", "", page))

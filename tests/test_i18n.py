@@ -247,25 +247,29 @@ def _mutants(assignment: str):
     return module
 
 
-def test_the_feedback_page_shows_the_prose_of_the_notebook_in_the_students_language(tmp_path):
-    """The graded notebook is the course's (English) cells; its page shows the markdown of the
-    released notebook in the submission's language, matched by grade_id, and nothing else changes."""
+def test_the_feedback_page_shows_the_words_of_the_notebook_in_the_students_language(tmp_path):
+    """The graded notebook is the course's (English) cells; its page shows the markdown and the course
+    code cells (their comments) of the released notebook in the submission's language, matched by
+    grade_id; the answers and the tests stay as graded."""
     import nbformat
 
-    from autograder.feedback import with_released_markdown
+    from autograder.feedback import with_released_words
 
     source = nbt.read(nbt.source_notebook(nbt.assignments()[0]))
     released = copy.deepcopy(source)
     for cell in released.cells:
-        if cell.cell_type == "markdown":
-            cell.source = "中文：" + cell.source
+        cell.source = "# 中文\n" + cell.source
     released.cells.reverse()  # matched by grade_id, not by position
     nbformat.write(released, tmp_path / "released.ipynb")
     graded = copy.deepcopy(source)
-    with_released_markdown(graded, tmp_path / "released.ipynb")
+    with_released_words(graded, tmp_path / "released.ipynb")
+    changed = 0
     for before, after in zip(source.cells, graded.cells):
-        assert after.source == ("中文：" + before.source if before.cell_type == "markdown" else before.source)
-    with_released_markdown(graded, tmp_path / "missing.ipynb")  # no such notebook: the page keeps what it has
+        course_cell = not (nbt.is_solution_cell(before) or nbt.is_test_cell(before))
+        assert after.source == ("# 中文\n" + before.source if course_cell else before.source)
+        changed += course_cell
+    assert changed > 10
+    with_released_words(graded, tmp_path / "missing.ipynb")  # no such notebook: the page keeps what it has
 
 
 def test_a_translation_that_fails_leaves_the_judge_the_english_code(monkeypatch):
