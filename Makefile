@@ -24,7 +24,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 # The clone's own package speaks every language of locale/: its messages.po compiled into
 # attention_course/locale/ (git-ignored) whenever the catalog changes. The chapters' wheels and
-# the grader compile their own from the same .po files (autograder/translations.py).
+# the grader compile their own from the same .po files (autograder/catalogs.py).
 PACKAGE_CATALOGS := $(patsubst locale/%/LC_MESSAGES/messages.po,attention_course/locale/%/LC_MESSAGES/messages.mo,\
 	$(wildcard locale/*/LC_MESSAGES/messages.po))
 $(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%/LC_MESSAGES/messages.po $(STAMP)

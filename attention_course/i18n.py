@@ -16,7 +16,7 @@ translations: a string literal or f-string that builds such a message, directly 
 variable that is used for nothing else (``name = "..."`` then ``name=name + " (...)"``).
 Nothing else in the code changes, so no verdict can: a test passes or fails as in English.
 An f-string's translation must keep its placeholders (``{shape}``) exactly; one that does not
-is ignored. The grader does the same for the hidden tests (:mod:`autograder.translations`).
+is ignored. The grader does the same for the hidden tests (:mod:`autograder.catalogs`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from autograder import translations
+from autograder import catalogs
 from autograder.course import REPO
 
 PACKAGE = REPO / "attention_course"
@@ -72,7 +72,7 @@ def build_package_tree(assignment: str, dest: Path) -> Path:
     if package.exists():
         shutil.rmtree(package)
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "locale"))
-    translations.compile_package_catalogs(package)
+    catalogs.compile_package_catalogs(package)
     for module in sorted((package / "reference").glob("ch*.py")):
         chapter = module.stem
         if int(chapter[2:]) >= here:
@@ -98,7 +98,7 @@ def package_view(assignment: str) -> Path:
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(str(path.relative_to(PACKAGE)).encode())
         digest.update(path.read_bytes())
-    for path in translations.package_catalogs():  # compiled into the view
+    for path in catalogs.package_catalogs():  # compiled into the view
         digest.update(str(path.relative_to(REPO)).encode())
         digest.update(path.read_bytes())
     root = views_folder() / f"{assignment}-{digest.hexdigest()[:16]}"

@@ -21,9 +21,9 @@ from pathlib import Path
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attention_course import i18n
-from autograder import translations
+from autograder import catalogs
 from autograder.course import NOTEBOOKS
-from autograder.translations import N_
+from autograder.catalogs import N_
 
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
@@ -52,7 +52,7 @@ class HideHiddenTests(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         language = i18n.notebook_language(nb.get("metadata"))
-        words = translations.words(language)
+        words = catalogs.words(language)
         self._note = "# " + words(HIDDEN_NOTE[2:])
         self._no_response = words(NO_RESPONSE)
         about = resources.get("nbgrader", {})
@@ -116,7 +116,7 @@ def translate_page(page: str, language: str) -> str:
     wrote it in that language already). English: the page unchanged."""
     if i18n.supported(language) == i18n.ENGLISH:
         return page
-    words = translations.words(language)
+    words = catalogs.words(language)
 
     def label(match: re.Match) -> str:
         return match[1] + words(match[2]) + match[3]

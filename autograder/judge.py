@@ -37,11 +37,11 @@ import numpy as np
 import psutil
 
 from attention_course import i18n
-from autograder import sandbox, scan, translations, wire
+from autograder import catalogs, sandbox, scan, wire
 from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
 from autograder.limits import Limits
-from autograder.translations import N_
+from autograder.catalogs import N_
 
 # builtin classes a remote exception or warning may be rebuilt on: every builtin exception
 # but those that stop the interpreter (a student's SystemExit is just a failure here)
@@ -575,7 +575,7 @@ class Judge:
         results = []
         if self.language != i18n.ENGLISH:
             # the checks, the tests' words and the grader's own in the submission's language
-            i18n.use_language(self.language, translation=translations.translation(self.language))
+            i18n.use_language(self.language, translation=catalogs.translation(self.language))
         try:
             with contextlib.suppress(StudentProcessGone):  # then every cell reports it
                 if self.language != i18n.ENGLISH:

@@ -29,7 +29,7 @@ import ast
 import dataclasses
 import sys
 
-from autograder.translations import N_
+from autograder.catalogs import N_
 
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from autograder.course import REPO, GradingError, assignments
-from autograder import translations as compiled
+from autograder import catalogs as compiled
 from courseware import forbidden_table, learner_package, messages, reference_modules, translations
 from courseware.release import release, release_translated
 

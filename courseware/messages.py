@@ -5,7 +5,7 @@
 English sentence arrives empty, a changed one arrives fuzzy with the old translation beside it, a
 removed one is kept as obsolete), then lists what is left to translate. What goes where:
 
-* ``messages.po`` (compiled into the course package: :mod:`autograder.translations`): the
+* ``messages.po`` (compiled into the course package: :mod:`autograder.catalogs`): the
   package's own words (``_()``/``gettext()`` in ``attention_course/``, ``N_()`` in
   ``autograder/chapter_view.py``) and the words of the notebooks' **visible** tests;
 * ``autograder.po`` (the grader's only): ``N_()`` in ``autograder/`` and the words of the
@@ -32,7 +32,7 @@ from babel.messages.extract import extract
 from babel.messages.pofile import read_po, write_po
 
 from attention_course import i18n
-from autograder import translations
+from autograder import catalogs
 from autograder.course import REPO, SOLUTIONS
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -126,7 +126,7 @@ def _python_words(paths: list[Path], keywords: dict) -> Iterator[tuple[Path, int
 def template(domain: str) -> Catalog:
     """The English of ``domain`` (``messages`` or ``autograder``) as Babel's template catalog."""
     catalog = Catalog(project=_PROJECT, charset="utf-8", fuzzy=False)
-    if domain == translations.PACKAGE_DOMAIN:
+    if domain == catalogs.PACKAGE_DOMAIN:
         package = [p for p in sorted((REPO / "attention_course").rglob("*.py")) if "reference" not in p.parts]
         python = [*_python_words(package, {"_": None, "gettext": None}),
                   *_python_words([REPO / "autograder" / "chapter_view.py"], {"N_": None})]
@@ -158,10 +158,10 @@ def update(languages: list[str] | None = None) -> dict[Path, dict[str, int]]:
     (creating a missing one); return, per catalog, its count of entries, of words, and of
     entries to translate (empty or fuzzy)."""
     report = {}
-    for domain in (translations.PACKAGE_DOMAIN, translations.GRADER_DOMAIN):
+    for domain in (catalogs.PACKAGE_DOMAIN, catalogs.GRADER_DOMAIN):
         english = template(domain)
-        for language in languages or translations.languages():
-            path = translations.source(language, domain)
+        for language in languages or catalogs.languages():
+            path = catalogs.source(language, domain)
             if path.is_file():
                 with open(path, "rb") as f:
                     catalog = read_po(f, locale=language, domain=domain)

@@ -1,4 +1,4 @@
-"""Messages in the learner's language (attention_course.i18n, autograder.translations,
+"""Messages in the learner's language (attention_course.i18n, autograder.catalogs,
 courseware.messages): the notebook names its language and nothing else counts; a translated test
 is the same code; the catalogs hold every sentence, translated, written by the style guide; a
 learner's wheel speaks Chinese without Babel and carries no hidden test's words; a failing visible
@@ -21,7 +21,7 @@ import pytest
 from babel.messages.pofile import read_po
 
 from attention_course import i18n
-from autograder import translations
+from autograder import catalogs
 from courseware import messages
 
 import notebook_tools as nbt
@@ -130,7 +130,7 @@ def test_every_test_translated_is_the_same_code_and_every_translation_applies():
     """Every course and test cell of every source notebook, translated with the Chinese catalogs,
     is the same code (only the text of its strings differs), and every translation of an f-string
     kept its placeholders (else the cell would have kept its English)."""
-    words = translations.translation(ZH).gettext
+    words = catalogs.translation(ZH).gettext
     changed, rejected = 0, []
     for path in sorted(nbt.SOLUTIONS.glob("*/*.ipynb")):
         for cell in nbt.read(path).cells:
@@ -154,7 +154,7 @@ def test_every_test_translated_is_the_same_code_and_every_translation_applies():
 
 
 def _catalog(domain: str):
-    with open(translations.source(ZH, domain), "rb") as f:
+    with open(catalogs.source(ZH, domain), "rb") as f:
         return read_po(f)
 
 
@@ -233,7 +233,7 @@ def test_a_failing_visible_test_says_what_is_wrong_in_chinese_in_a_kernel(englis
     print(said[ZH])
     assert said["en"].startswith("AssertionError: weights = softmax([2, 0] / sqrt(4)): values differ"), said
     assert "the scores are not divided by sqrt(d_k)" in said["en"]
-    mistake = translations.translation(ZH).gettext("the scores are not divided by sqrt(d_k)")
+    mistake = catalogs.translation(ZH).gettext("the scores are not divided by sqrt(d_k)")
     assert said[ZH].startswith("AssertionError: ") and mistake in said[ZH] and "values differ" not in said[ZH], said
     assert CJK.search(said[ZH].split("：")[0]), f"the test's own words stayed English: {said[ZH]}"
 

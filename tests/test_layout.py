@@ -23,7 +23,7 @@ ALLOWED = {
     "autograder": {"autograder.*", "attention_course", "attention_course.shortcuts", "attention_course.i18n"},
     # the catalogs: the package's words, and which strings of the tests are words (attention_course.i18n)
     "courseware": {"courseware.*", "autograder", "autograder.course", "autograder.chapter_view",
-                   "autograder.translations", "attention_course", "attention_course.i18n"},
+                   "autograder.catalogs", "attention_course", "attention_course.i18n"},
     "benchmarks": {"benchmarks.*", "attention_course.*", "autograder.*"},
 }
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from autograder import chapter_view, course
-from autograder import translations as compiled_catalogs
+from autograder import catalogs as compiled_catalogs
 from courseware import learner_package, reference_modules, translatable, translations
 from courseware.release import release, release_translated
 from courseware.translations import LANGUAGE
