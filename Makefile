@@ -22,7 +22,15 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
-install: $(STAMP)
+# The clone's own package speaks every language of locale/: its messages.po compiled into
+# attention_course/locale/ (git-ignored) whenever the catalog changes. The chapters' wheels and
+# the grader compile their own from the same .po files (autograder/catalogs.py).
+PACKAGE_CATALOGS := $(patsubst locale/%/LC_MESSAGES/messages.po,attention_course/locale/%/LC_MESSAGES/messages.mo,\
+	$(wildcard locale/*/LC_MESSAGES/messages.po))
+$(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%/LC_MESSAGES/messages.po $(STAMP)
+	$(BIN)/python -m courseware catalogs
+
+install: $(STAMP) $(PACKAGE_CATALOGS)
 
 # Debian packages, each target installing only what is missing (needs root or sudo).
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
@@ -52,12 +60,14 @@ book: $(STAMP)
 # After an English edit, every catalog under locale/zh_CN/ brought up to date with it: new English
 # gets an empty entry, changed English a fuzzy one (its old translation kept), removed English an
 # obsolete one. The book's: the templates from Sphinx's gettext builder (nothing executed), then
-# sphinx-intl; the exercises': Babel, from solutions/ (its line per catalog says what is left).
+# sphinx-intl; the exercises': Babel, from solutions/ (its line per catalog says what is left); the
+# messages' (messages.po, autograder.po) and the figures' (figures.po): Babel.
 # tests/test_translations.py lists what is left to translate (docs/translating.md).
 translations: $(STAMP) figures-catalog
 	$(BIN)/python -m courseware pot _build/gettext
 	$(BIN)/sphinx-intl update -p _build/gettext -l zh_CN -d locale -w 0
 	$(BIN)/python -m courseware translations update
+	$(BIN)/python -m courseware messages
 
 # The words of the book's figures and printouts (what book/figures passes to figures.i18n._ and
 # N_), extracted by Babel into _build/figures.pot and merged into the Chinese catalog
@@ -73,11 +83,11 @@ figures-catalog: $(STAMP)
 	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --width=100
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
-test: $(STAMP) system
+test: install system
 	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup
 
 # The quick tests only (no notebook runs, no book build).
-test-fast: $(STAMP)
+test-fast: install
 	$(BIN)/pytest -m "not slow"
 
 # notebooks/ regenerated from solutions/ by nbgrader generate_assignment (each with a first

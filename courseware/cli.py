@@ -1,5 +1,5 @@
-"""Command line: ``python -m courseware {release,wheels,translations,book-zh,pot} ...``
-(``make release``, ``make book``, ``make translations``)."""
+"""Command line: ``python -m courseware {release,wheels,translations,messages,catalogs,book-zh,pot} ...``
+(``make release``, ``make book``, ``make translations``, ``make install``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from autograder.course import REPO, GradingError, assignments
-from courseware import book, forbidden_table, learner_package, reference_modules, translations
+from autograder import catalogs as compiled
+from courseware import book, forbidden_table, learner_package, messages, reference_modules, translations
 from courseware.release import release, release_translated
 
 
@@ -38,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     edition.add_argument("--toc", type=Path, default=None, help="another _toc.yml (as jupyter-book build --toc)")
     pot = sub.add_parser("pot", help="write the templates of the book's catalogs (book/<page>.pot, book_ui.pot) into DEST")
     pot.add_argument("dest", type=Path, nargs="?", default=REPO / "_build" / "gettext")
+    sub.add_parser("messages", help="extract the English of messages.po and autograder.po (the package's and the grader's "
+                                    "words, the tests') and merge it into every language's catalogs (Babel)")
+    sub.add_parser("catalogs", help="compile every language's messages.po into attention_course/locale/ (the editable "
+                                    "install's; the wheels and the grader compile their own)")
     return parser
 
 
@@ -116,6 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "pot":
             for path in book.write_templates(args.dest):
                 print(f"wrote {path}")
+        elif args.command == "messages":
+            for path, count in messages.update().items():
+                print(f"{path.relative_to(REPO)}: {count['entries']} entries, {count['words']} English words, "
+                      f"{count['to translate']} to translate (empty or fuzzy)")
+        elif args.command == "catalogs":
+            for path in compiled.compile_package_catalogs(REPO / "attention_course"):
+                print(f"compiled {path.relative_to(REPO)}")
     except (GradingError, translations.TranslationError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from autograder import chapter_view, course
+from autograder import catalogs as compiled_catalogs
 from courseware import learner_package, reference_modules, translatable, translations
 from courseware.release import release, release_translated
 from courseware.translations import LANGUAGE
@@ -148,9 +149,11 @@ def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment
         assert module.read_text() == (chapter_view.REFERENCE / module.name).read_text()
     assert not list(package.rglob("__pycache__"))
     files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file())
-    source = sorted(p.relative_to(chapter_view.PACKAGE).as_posix() for p in chapter_view.PACKAGE.rglob("*")
-                    if p.is_file() and "__pycache__" not in p.parts)
-    assert files == source, "a chapter's package holds exactly the course package's files"
+    source = [p.relative_to(chapter_view.PACKAGE).as_posix() for p in chapter_view.PACKAGE.rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts and p.relative_to(chapter_view.PACKAGE).parts[0] != "locale"]
+    # and every language's messages.po compiled (the clone's own copy in locale/ is a build product)
+    catalogs = [f"locale/{po.parent.parent.name}/LC_MESSAGES/messages.mo" for po in compiled_catalogs.package_catalogs()]
+    assert files == sorted(source + catalogs), "a chapter's package holds exactly the course package's files"
 
 
 @pytest.mark.slow
