@@ -52,7 +52,7 @@ system:
 # in _build/html/_static/wheels/ (book/_ext/learner_links.py); then the Chinese edition in
 # _build/html/zh/, from the catalogs in locale/zh_CN/, executing nothing: the pages' outputs come
 # from the English build's cache (courseware/book.py).
-book: $(STAMP)
+book: install
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
 	$(BIN)/jupyter-book build . -W --keep-going
 	$(BIN)/python -m courseware book-zh -W --keep-going
@@ -94,12 +94,12 @@ test-fast: install
 # cell that installs its chapter's package), notebooks/zh_CN/ the same from solutions/ translated by
 # the exercises' catalogs (where a catalog is complete), and each chapter's package as a wheel in
 # _build/wheels/ (what a learner downloads; `make book` publishes them in _static/wheels/).
-release: $(STAMP)
+release: install
 	$(BIN)/python -m courseware release
 	$(BIN)/python -m courseware wheels _build/wheels
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
-grade: $(STAMP) install-sandbox
+grade: install install-sandbox
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>] [SCHEDULER=tcp://HOST:PORT]" >&2; exit 2; }
 	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
