@@ -239,11 +239,58 @@ def prose(text: str, keep: list[str] = ()) -> str:
     return text.replace("**", "").replace("*", "")
 
 
-def style_problems(message: Message) -> list[str]:
-    """What breaks docs/translating.md's punctuation and spacing rules in a translation."""
+#: catalogs of the words programs write: the course package's and the tests' messages, the figures'
+#: labels and printouts. Their code is written without backticks, as in an exercise's docstring.
+CODE_CATALOGS = ("messages.po", "autograder.po", "figures.po")
+#: the figures' catalog: a printout's entry aligns its columns with runs of spaces, and a label writes
+#: its math in Unicode, not ``$...$`` (matplotlib draws math without a CJK font)
+FIGURES = "figures.po"
+CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+#: an ellipsis between Latin text or code (``h(1) … h(S)``): the English's, not Chinese punctuation
+LATIN_ELLIPSIS = re.compile(f"(?<=[^\\s{CJK}{FULL_WIDTH}]) … (?=[^\\s{CJK}{FULL_WIDTH}])")
+
+
+def catalog_kind(path: Path) -> str:
+    """The catalog's path under ``LC_MESSAGES`` (``figures.po``, ``book/ch01_attention_pooling.po``)."""
+    try:
+        return path.relative_to(CATALOGS).as_posix()
+    except ValueError:
+        return path.name
+
+
+def calls(text: str) -> list[tuple[int, int]]:
+    """``(start of the name, index of the closing parenthesis)`` of each call ``name(...)`` written
+    in ``text``, nested parentheses included (``softmax(gaussian_scores(q, k))`` is one), outermost first."""
+    found, i = [], 0
+    while match := CALL.search(text, i):
+        depth = 0
+        for j in range(match.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                found.append((match.start(), j))
+                i = j + 1
+                break
+        else:
+            i = match.end()  # never closed: not a call
+    return found
+
+
+def style_problems(message: Message, code: bool = False, aligned: bool = False) -> list[str]:
+    """What breaks docs/translating.md's punctuation and spacing rules in a translation. ``code``:
+    the entry writes code without backticks, so a call's parentheses are the call's, whatever it
+    holds (``split_heads(形状为 (2, 3, 6) 的 X, 2)``); ``aligned``: a run of spaces aligns a
+    printout's columns (``词元：  {row!r}``)."""
     if not message.string or message.string == message.id or not HAN.search(message.string):
         return []
     text = prose(message.string, quotations(message.id, message.string))
+    if code:
+        chars = list(text)
+        for start, end in calls(text):
+            chars[text.index("(", start)] = chars[end] = OPAQUE
+        text = "".join(chars)
+    if aligned:
+        text = re.sub(" {2,}", OPAQUE, text)
+    text = LATIN_ELLIPSIS.sub(OPAQUE, text)
     found = []
     for match in re.finditer(f"([{CJK}])([,.:;!?])|([{CJK}])([()\"])|([()\"])([{CJK}])", text):
         found.append(f"half-width {match.group(0)!r}: full-width punctuation in Chinese prose (，。：；！？（）“”)")
@@ -298,13 +345,20 @@ def format_fields(message: Message, text: str) -> Counter:
     return fields
 
 
-def markup_problems(message: Message) -> list[str]:
+def markup_problems(message: Message, figure: bool = False) -> list[str]:
+    """What the translation changed of the English's markup; ``figure``: a figure's label, whose
+    math the translation writes in Unicode (``q·k/√d``), never as ``$...$``."""
     if not message.string or message.string == message.id:
         return []
     english, chinese = markup(message.id), markup(message.string)
     english["format fields"] = format_fields(message, message.id)
     chinese["format fields"] = format_fields(message, message.string)
     found = []
+    if figure:
+        if chinese["math"]:
+            found.append(f"math {sorted(chinese['math'])} in a figure's Chinese text: write it in Unicode "
+                         "(q·k/√d): matplotlib draws $...$ without a CJK font")
+        english["math"] = chinese["math"] = Counter()
     for kind, want in english.items():
         got = chinese[kind]
         if want != got:
@@ -320,13 +374,14 @@ def translated(path: Path) -> list[Message]:
 
 def test_translations_follow_the_punctuation_and_spacing_rules():
     problems = [f"{where(p, m)}: {problem}" for p in catalog_files() for m in translated(p)
-                for problem in style_problems(m)]
+                for problem in style_problems(m, code=catalog_kind(p) in CODE_CATALOGS,
+                                              aligned=catalog_kind(p) == FIGURES)]
     assert not problems, _report(problems, "breaks of docs/translating.md's punctuation and spacing rules")
 
 
 def test_translations_keep_the_markup_of_the_english():
     problems = [f"{where(p, m)}: {problem}" for p in catalog_files() for m in translated(p)
-                for problem in markup_problems(m)]
+                for problem in markup_problems(m, figure=catalog_kind(p) == FIGURES)]
     assert not problems, _report(problems, "translations that change the markup")
 
 
@@ -432,33 +487,52 @@ CODE_AS_WRITTEN = ("docstring of", "a comment", "text the cell prints", "an erro
 KEPT_START = re.compile(r"keep its start '([^']+)'")
 #: more code of such pieces: a name called or indexed (``dropout(``, ``mask[i, j]``), an attribute
 #: (``.encoder``), a name beside an operator (``temperature == 0``, ``i - window < j``, ``dropout =``),
-#: the name that starts an item of a paragraph of items (``. window: W >= 1``)
-CODE_WORD = re.compile(r"\b[A-Za-z_]\w*(?=[(\[])|\.[A-Za-z_]\w*|(?<=[-+*/<>=] )[A-Za-z_]\w*"
-                       r"|[A-Za-z_]\w*(?= (?:[-+*/<>=!]=?|//|\*\*) )|(?:^|(?<=[.;] ))[A-Za-z_]\w*(?=: )")
+#: the name that starts an item of a paragraph of items (``. window: W >= 1``), a keyword argument
+#: (``bandwidth=X``)
+CODE_WORD = re.compile(r"\b[A-Za-z_]\w*(?=[(\[])|\.[A-Za-z_]\w*|(?<=[-+*/<>=@] )[A-Za-z_]\w*"
+                       r"|[A-Za-z_]\w*(?= (?:[-+*/<>=!]=?|//|\*\*|@) )|(?:^|(?<=[.;] ))[A-Za-z_]\w*(?=: )"
+                       r"|\b[A-Za-z_]\w*(?==(?!=))")
+#: the names a message lists as code: ``the names embedding, attention, rnn, dense``
+NAMED = re.compile(r"\b((?:name|attribute|parameter|argument)s? )((?:[A-Za-z_][\w.]*(?:, (?:and |or )?| and | or ))*"
+                   r"[A-Za-z_][\w.]*)")
+#: a tuple of names: ``(tokens, score)``, ``(compute, sequential_ops, max_path_length)``
+NAME_TUPLE = re.compile(r"\((?:\s*[A-Za-z_]\w*\s*,)+\s*[A-Za-z_]\w*\s*\)")
+#: an f-string's field (``{label}``, ``{window - 1}``): a value of the program, never a word
+FIELD = re.compile(r"(?<!\{)\{[^{}]+\}(?!\})")
 
 
-def without_code(message: Message) -> str:
+def without_code(message: Message, code: bool = False) -> str:
     """The English of the entry without the code it writes without backticks (a docstring's
     ``dropout: ...``, ``model(tokens)``, ``nn.Embedding(max_len, d_model)``): the names that
-    courseware.translatable makes the translation keep exactly are code, not words of a term."""
-    kind = " ".join(message.auto_comments)
-    if not kind.startswith(CODE_AS_WRITTEN):
-        return message.id
-    text = message.id
+    courseware.translatable makes the translation keep exactly are code, not words of a term.
+    ``code``: the entry is a message a program writes (``CODE_CATALOGS``), whose code is written
+    so too: a call and all it holds (``gaussian_scores(queries (2, 2), keys (3, 2))``), a keyword
+    argument (``bandwidth={h}``), the names it lists (``the names embedding, rnn``), a tuple of
+    names. There, an f-string's field (``{label}``) is a value, not a word."""
+    text, kind = message.id, " ".join(message.auto_comments)
     start = KEPT_START.search(kind)
     if start and text.startswith(start.group(1)):
         text = "X" + text[len(start.group(1)):]
+    if not (code or kind.startswith(CODE_AS_WRITTEN)):
+        return message.id
+    if "python-brace-format" in message.flags:
+        text = FIELD.sub("X", text)
+    if code:
+        for start_, end in calls(text)[::-1]:
+            text = text[:start_] + "X" + text[end + 1:]
+        text = NAME_TUPLE.sub("X", NAMED.sub(lambda m: m.group(1) + "X", text))
     for name in sorted(code_names(text), key=len, reverse=True):
         text = text.replace(name, "X")
     return CODE_WORD.sub("X", text)
 
 
-def term_problems(message: Message, term_list: list[Term]) -> list[str]:
-    """The listed terms the English uses whose Chinese term the translation lacks."""
+def term_problems(message: Message, term_list: list[Term], code: bool = False) -> list[str]:
+    """The listed terms the English uses whose Chinese term the translation lacks (``code``: see
+    :func:`without_code`). A term a label breaks over lines (``填充\\n掩码``) is the term."""
     if not message.string or message.string == message.id:
         return []
-    english = prose(without_code(message), [q for q in quoted(message.id) if HAN.search(q)])
-    chinese = prose(message.string).lower()
+    english = prose(without_code(message, code), [q for q in quoted(message.id) if HAN.search(q)])
+    chinese = re.sub(f"(?<=[{CJK}])\\s*\\n\\s*(?=[{CJK}])", "", prose(message.string).lower())
     exempt = exemptions(message)
     found = [f"the comment `not a term: {t}` must say why" for t, why in exempt.items() if not why]
     taken: list[tuple[int, int]] = []
@@ -479,7 +553,7 @@ def term_problems(message: Message, term_list: list[Term]) -> list[str]:
 def test_translations_use_the_term_list():
     term_list = terms()
     problems = [f"{where(p, m)}: {problem}" for p in catalog_files() for m in translated(p)
-                for problem in term_problems(m, term_list)]
+                for problem in term_problems(m, term_list, code=catalog_kind(p) in CODE_CATALOGS)]
     assert not problems, _report(problems, "translations that leave the term list")
 
 
@@ -674,6 +748,28 @@ def test_the_checks_pass_a_complete_catalog_and_catch_every_fault(tmp_path):
     assert term_problems(code, term_list) == []
     code.string = "kernel: h。kernel == 0：无；kernel[i] 为 kernel。"
     assert term_problems(code, term_list)
+    # the words a program writes (messages.po, autograder.po, figures.po): code without backticks, fields
+    said = Message("{kernel}: f(kernel (2, 2), x), kernel={h}, the names kernel, rnn; (kernel, y); y @ kernel",
+                   "{kernel}：f(形状为 (2, 2) 的 kernel, x)，kernel={h}，名称 kernel、rnn；(kernel, y)；y @ kernel",
+                   flags=["python-brace-format"])
+    assert term_problems(said, term_list, code=True) == []
+    assert term_problems(said, term_list)  # elsewhere such words are prose
+    said.id, said.string = "f(x) uses the kernel", "f(x) 使用 kernel"
+    assert term_problems(said, term_list, code=True)  # the word of prose still is
+    assert term_problems(one("Gaussian\nkernel", "高斯\n核"), term_list) == []  # a label's line break
+    assert term_problems(one("Gaussian\nkernel", "高斯\n函数"), term_list)
+    call = one("split_heads(X of shape (2, 3, 6), 2)", "split_heads(形状为 (2, 3, 6) 的 X, 2)")
+    assert style_problems(call, code=True) == [] and style_problems(call)
+    assert style_problems(one("f(x of h), then", "f(x 的 h)，然后"), code=True) == []
+    assert style_problems(one("f (the x)", "f (的 x)"), code=True)  # a parenthesis of prose
+    assert style_problems(one("h(1) … h(S): shapes", "h(1) … h(S)：形状")) == []  # the English's ellipsis
+    assert any("beside full-width" in p for p in style_problems(one("… until the end", "…… 直到结束")))
+    row = one("tokens: {row!r}", "词元：  {row!r}")  # aligned with the line above, "样本对："
+    assert style_problems(row, aligned=True) == [] and style_problems(row)
+    label = one("measured $q\\cdot k$", "实测 q·k")
+    assert markup_problems(label, figure=True) == [] and markup_problems(label)
+    label.string = "实测 $q\\cdot k$"
+    assert any("Unicode" in p for p in markup_problems(label, figure=True))
     # the other term in use: once, and on the page that explains the term
     twice = _write(_catalog([{"id": "Pooling", "string": "注意力汇聚，也译作注意力池化。"},
                              {"id": "Pooling again", "string": "注意力池化。"}]),
