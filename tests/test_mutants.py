@@ -7,8 +7,10 @@ is graded the way the grader grades it (the student's cells in the sandbox, the 
 the judge: autograder.judge), and:
 
 * every wrong implementation must fail at least one graded test cell (the run stops at
-  the first one); where ``MESSAGES`` names words for it (exercise -> label -> words), the
-  failure message must contain them: the test recognised the mistake and said which it is;
+  the first one; it holds only the test cells that can reach the wrong code, see
+  ``_only_tests_reaching``: the others compute what they compute with the solution); where
+  ``MESSAGES`` names words for it (exercise -> label -> words), the failure message must
+  contain them: the test recognised the mistake and said which it is;
 * every correct variant must pass every graded test cell (graded a round at a time:
   one variant of each exercise per notebook);
 * every variant, wrong or correct, gets the same verdict per test cell in one plain kernel
