@@ -35,7 +35,7 @@ from autograder.assemble import course_names, judge_cells
 
 import notebook_tools as nbt
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]
 
 ASSIGNMENT = "ch01_attention_pooling"  # NumPy only: the cheapest to run many times
 STUB = 'raise NotImplementedError("not written yet")'
