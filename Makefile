@@ -41,10 +41,11 @@ system:
 	  fc-list 2>/dev/null | grep -qi wenquanyi || { $(APT_INSTALL) $(APT_PACKAGES) >/dev/null; }
 
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
-# in _build/html/_static/wheels/ (book/_ext/learner_links.py).
+# in _build/html/_static/wheels/ (book/_ext/learner_links.py). A training run that two pages
+# show is made once and kept in _build/.runs (book/figures/training.py: kept_run).
 book: $(STAMP)
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
-	$(BIN)/jupyter-book build . -W --keep-going
+	COURSE_BOOK_RUNS=$(CURDIR)/_build/.runs $(BIN)/jupyter-book build . -W --keep-going
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
 test: $(STAMP) system
