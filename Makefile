@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow
+.PHONY: install install-sandbox system book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -22,7 +22,15 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
-install: $(STAMP)
+# The clone's own package speaks every language of locale/: its messages.po compiled into
+# attention_course/locale/ (git-ignored) whenever the catalog changes. The chapters' wheels and
+# the grader compile their own from the same .po files (autograder/catalogs.py).
+PACKAGE_CATALOGS := $(patsubst locale/%/LC_MESSAGES/messages.po,attention_course/locale/%/LC_MESSAGES/messages.mo,\
+	$(wildcard locale/*/LC_MESSAGES/messages.po))
+$(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%/LC_MESSAGES/messages.po $(STAMP)
+	$(BIN)/python -m courseware catalogs
+
+install: $(STAMP) $(PACKAGE_CATALOGS)
 
 # Debian packages, each target installing only what is missing (needs root or sudo).
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
@@ -41,29 +49,58 @@ system:
 	  fc-list 2>/dev/null | grep -qi wenquanyi || { $(APT_INSTALL) $(APT_PACKAGES) >/dev/null; }
 
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
-# in _build/html/_static/wheels/ (book/_ext/learner_links.py). A training run that two pages
-# show is made once and kept in _build/.runs (book/figures/training.py: kept_run).
-book: $(STAMP)
+# in _build/html/_static/wheels/ (book/_ext/learner_links.py); then the Chinese edition in
+# _build/html/zh/, from the catalogs in locale/zh_CN/, executing nothing: the pages' outputs come
+# from the English build's cache (courseware/book.py). A training run that two pages show is
+# made once and kept in _build/.runs (book/figures/training.py: kept_run).
+book: install
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
 	COURSE_BOOK_RUNS=$(CURDIR)/_build/.runs $(BIN)/jupyter-book build . -W --keep-going
+	$(BIN)/python -m courseware book-zh -W --keep-going
+
+# After an English edit, every catalog under locale/zh_CN/ brought up to date with it: new English
+# gets an empty entry, changed English a fuzzy one (its old translation kept), removed English an
+# obsolete one. The book's: the templates from Sphinx's gettext builder (nothing executed), then
+# sphinx-intl; the exercises': Babel, from solutions/ (its line per catalog says what is left); the
+# messages' (messages.po, autograder.po) and the figures' (figures.po): Babel.
+# tests/test_translations.py lists what is left to translate (docs/translating.md).
+translations: $(STAMP) figures-catalog
+	$(BIN)/python -m courseware pot _build/gettext
+	$(BIN)/sphinx-intl update -p _build/gettext -l zh_CN -d locale -w 0
+	$(BIN)/python -m courseware translations update
+	$(BIN)/python -m courseware messages
+
+# The words of the book's figures and printouts (what book/figures passes to figures.i18n._ and
+# N_), extracted by Babel into _build/figures.pot and merged into the Chinese catalog
+# locale/zh_CN/LC_MESSAGES/figures.po: a new message gets an empty entry, a changed one a fuzzy
+# guess, a removed one goes. Translate those (docs/translating.md); the English book must then be
+# executed again only if a figure's code changed, never for a translation.
+FIGURES_POT := _build/figures.pot
+PYBABEL_EXTRACT = $(BIN)/pybabel extract --no-default-keywords -k _ -k N_ --add-location=file -c TRANSLATORS: \
+	--project="Attention, from kernels to Transformers (figures)" --copyright-holder="The Attention course team"
+figures-catalog: $(STAMP)
+	mkdir -p _build
+	$(PYBABEL_EXTRACT) -o $(FIGURES_POT) book/figures
+	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --width=100
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
-test: $(STAMP) system
+test: install system
 	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup
 
 # The quick tests only (no notebook runs, no book build).
-test-fast: $(STAMP)
+test-fast: install
 	$(BIN)/pytest -m "not slow"
 
 # notebooks/ regenerated from solutions/ by nbgrader generate_assignment (each with a first
-# cell that installs its chapter's package), and each chapter's package as a wheel in
+# cell that installs its chapter's package), notebooks/zh_CN/ the same from solutions/ translated by
+# the exercises' catalogs (where a catalog is complete), and each chapter's package as a wheel in
 # _build/wheels/ (what a learner downloads; `make book` publishes them in _static/wheels/).
-release: $(STAMP)
+release: install
 	$(BIN)/python -m courseware release
 	$(BIN)/python -m courseware wheels _build/wheels
 
 # make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
-grade: $(STAMP) install-sandbox
+grade: install install-sandbox
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>] [SCHEDULER=tcp://HOST:PORT]" >&2; exit 2; }
 	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 

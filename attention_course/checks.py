@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from attention_course.i18n import gettext as _
+
 
 def _is_tensor(x: Any) -> bool:
     # torch is looked up, not imported: chapter 1 is NumPy only and should not pay for it,
@@ -56,31 +58,29 @@ def check_type(got: Any, expected_type: type | tuple, *, name: str = "output") -
     """Fail unless ``got`` is an instance of ``expected_type``."""
     if not isinstance(got, expected_type):
         names = (
-            " or ".join(t.__name__ for t in expected_type)
+            _(" or ").join(t.__name__ for t in expected_type)
             if isinstance(expected_type, tuple)
             else expected_type.__name__
         )
-        raise AssertionError(f"{name}: expected a {names}, got {_kind(got)} ({got!r:.80})")
+        raise AssertionError(_("{name}: expected a {names}, got {kind} ({got!r:.80})").format(
+            name=name, names=names, kind=_kind(got), got=got))
 
 
 def check_shape(got: Any, expected_shape: tuple, *, name: str = "output") -> None:
     """Fail unless ``got`` has exactly ``expected_shape``."""
     if not hasattr(got, "shape"):
-        raise AssertionError(
-            f"{name}: expected an array of shape {tuple(expected_shape)}, got {_kind(got)}"
-        )
+        raise AssertionError(_("{name}: expected an array of shape {shape}, got {kind}").format(
+            name=name, shape=tuple(expected_shape), kind=_kind(got)))
     if _shape(got) != tuple(expected_shape):
-        raise AssertionError(
-            f"{name}: wrong shape: expected {tuple(expected_shape)}, got {_shape(got)}"
-        )
+        raise AssertionError(_("{name}: wrong shape: expected {expected}, got {got}").format(
+            name=name, expected=tuple(expected_shape), got=_shape(got)))
 
 
 def check_dtype(got: Any, expected_dtype: Any, *, name: str = "output") -> None:
     """Fail unless ``got.dtype == expected_dtype`` (NumPy or torch dtypes)."""
     if getattr(got, "dtype", None) != expected_dtype:
-        raise AssertionError(
-            f"{name}: wrong dtype: expected {expected_dtype}, got {getattr(got, 'dtype', _kind(got))}"
-        )
+        raise AssertionError(_("{name}: wrong dtype: expected {expected}, got {got}").format(
+            name=name, expected=expected_dtype, got=getattr(got, "dtype", _kind(got))))
 
 
 def check_device(got: Any, expected_device: Any, *, name: str = "output") -> None:
@@ -89,13 +89,15 @@ def check_device(got: Any, expected_device: Any, *, name: str = "output") -> Non
 
     expected = torch.device(expected_device)
     if not _is_tensor(got):
-        raise AssertionError(f"{name}: expected a torch.Tensor on {expected}, got {_kind(got)}")
+        raise AssertionError(_("{name}: expected a torch.Tensor on {device}, got {kind}").format(
+            name=name, device=expected, kind=_kind(got)))
     actual = got.device
     same = actual.type == expected.type and (
         expected.index is None or actual.index is None or actual.index == expected.index
     )
     if not same:
-        raise AssertionError(f"{name}: on the wrong device: expected {expected}, got {actual}")
+        raise AssertionError(_("{name}: on the wrong device: expected {expected}, got {got}").format(
+            name=name, expected=expected, got=actual))
 
 
 def check_finite(got: Any, *, name: str = "output") -> None:
@@ -105,9 +107,8 @@ def check_finite(got: Any, *, name: str = "output") -> None:
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise AssertionError(
-            f"{name}: {int(bad.sum())} of {arr.size} entries are NaN or infinite; "
-            f"the first is at index {idx}: {arr[idx]}"
-        )
+            _("{name}: {bad} of {size} entries are NaN or infinite; the first is at index {index}: {value}").format(
+                name=name, bad=int(bad.sum()), size=arr.size, index=idx, value=arr[idx]))
 
 
 def check_close(
@@ -139,15 +140,16 @@ def check_close(
     if _is_tensor(expected) and not _is_tensor(got) and not (
         scalar_expected and isinstance(got, (int, float, np.floating))
     ):
-        raise AssertionError(f"{name}: expected a torch.Tensor, got {_kind(got)}")
+        raise AssertionError(_("{name}: expected a torch.Tensor, got {kind}").format(name=name, kind=_kind(got)))
     if isinstance(expected, np.ndarray) and not isinstance(got, (np.ndarray, np.generic)) and not (
         scalar_expected and isinstance(got, (int, float))
     ):
-        raise AssertionError(f"{name}: expected a numpy.ndarray, got {_kind(got)}")
+        raise AssertionError(_("{name}: expected a numpy.ndarray, got {kind}").format(name=name, kind=_kind(got)))
     if not hasattr(expected, "shape") and not isinstance(
         got, (int, float, np.floating, np.integer, np.ndarray)
     ) and not _is_tensor(got):
-        raise AssertionError(f"{name}: expected a number, got {_kind(got)} ({got!r:.80})")
+        raise AssertionError(_("{name}: expected a number, got {kind} ({got!r:.80})").format(
+            name=name, kind=_kind(got), got=got))
     if hasattr(expected, "shape") and _shape(expected) != ():
         check_shape(got, _shape(expected), name=name)
     if exact_dtype and hasattr(expected, "dtype") and hasattr(got, "dtype") and _shape(expected) != ():
@@ -158,7 +160,7 @@ def check_close(
     g = _to_numpy(got).astype(np.float64)
     e = _to_numpy(expected).astype(np.float64)
     if np.isnan(e).any():
-        raise AssertionError(f"{name}: the reference value contains NaN (a bug in the test)")
+        raise AssertionError(_("{name}: the reference value contains NaN (a bug in the test)").format(name=name))
     g = np.broadcast_to(g, e.shape) if g.shape == () else g
     nan = np.isnan(g)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -169,20 +171,22 @@ def check_close(
         return
     bad = np.argwhere(~ok)
     first = tuple(int(i) for i in bad[0])
-    where = f" at index {first}" if e.ndim else ""
-    detail = (
-        f"{name}: values differ{where}: expected {_fmt(e[first])}, got {_fmt(g[first])}"
-        if e.ndim
-        else f"{name}: expected {_fmt(float(e))}, got {_fmt(float(g))}"
-    )
     if e.ndim:
         finite = ~nan & np.isfinite(diff)
         max_diff = float(diff[finite].max()) if finite.any() else float("nan")
-        detail += f" ({len(bad)} of {e.size} entries differ; largest difference {max_diff:.3g}"
-        detail += f"; {int(nan.sum())} are NaN)" if nan.any() else ")"
+        counts = {"name": name, "index": first, "expected": _fmt(e[first]), "got": _fmt(g[first]),
+                  "differ": len(bad), "size": e.size, "largest": f"{max_diff:.3g}", "nan": int(nan.sum())}
+        detail = (_("{name}: values differ at index {index}: expected {expected}, got {got} ({differ} of {size} "
+                    "entries differ; largest difference {largest}; {nan} are NaN)") if nan.any() else
+                  _("{name}: values differ at index {index}: expected {expected}, got {got} ({differ} of {size} "
+                    "entries differ; largest difference {largest})")).format(**counts)
+    else:
+        detail = _("{name}: expected {expected}, got {got}").format(
+            name=name, expected=_fmt(float(e)), got=_fmt(float(g)))
     for mistake, value in ((likely() if callable(likely) else likely) or {}).items():
         if _matches(g, value, atol=atol, rtol=rtol):
-            detail += f". This is exactly what you get if {mistake}."
+            # NOTE: the mistake is a clause written in the test: "the scores are not divided by sqrt(d_k)"
+            detail += _(". This is exactly what you get if {mistake}.").format(mistake=_(mistake))
             break
     raise AssertionError(detail)
 
@@ -204,19 +208,18 @@ def check_equal(got: Any, expected: Any, *, name: str = "output") -> None:
         if not np.array_equal(g, e):
             first = tuple(int(i) for i in np.argwhere(g != e)[0])
             raise AssertionError(
-                f"{name}: differs at index {first}: expected {e[first]!r}, got {g[first]!r} "
-                f"({int((g != e).sum())} of {e.size} entries differ)"
-            )
+                _("{name}: differs at index {index}: expected {expected!r}, got {got!r} "
+                  "({differ} of {size} entries differ)").format(
+                    name=name, index=first, expected=e[first], got=g[first], differ=int((g != e).sum()), size=e.size))
         return
     if type(got) is not type(expected) and not (
         isinstance(got, (int, float, np.number)) and isinstance(expected, (int, float, np.number))
     ):
-        raise AssertionError(
-            f"{name}: expected a {type(expected).__name__} equal to {expected!r}, "
-            f"got a {_kind(got)}: {got!r:.120}"
-        )
+        raise AssertionError(_("{name}: expected a {kind} equal to {expected!r}, got a {got_kind}: {got!r:.120}").format(
+            name=name, kind=type(expected).__name__, expected=expected, got_kind=_kind(got), got=got))
     if got != expected:
-        raise AssertionError(f"{name}: expected {expected!r}, got {got!r:.200}")
+        raise AssertionError(_("{name}: expected {expected!r}, got {got!r:.200}").format(
+            name=name, expected=expected, got=got))
 
 
 def _show_nothing() -> None:
@@ -237,25 +240,23 @@ def check_raises(
     call shows nothing: the exception would otherwise be the cell's result, which nbgrader's
     Validate reads as a partial-credit score and warns about ("cannot be converted to a float").
     """
-    label = name or getattr(fn, "__name__", "the call")
+    label = name or getattr(fn, "__name__", _("the call"))
     try:
         fn(*args, **kwargs)
     except exception as err:
         if match is not None and not re.search(match, str(err)):
             raise AssertionError(
-                f"{label}: raised {type(err).__name__} as it should, but its message "
-                f"{str(err)!r} does not mention {match!r}"
-            ) from None
+                _("{name}: raised {error} as it should, but its message {message!r} does not mention {match!r}").format(
+                    name=label, error=type(err).__name__, message=str(err), match=match)) from None
         err._ipython_display_ = _show_nothing  # IPython displays neither it nor an execute_result
         return err
     except NotImplementedError:
         raise
     except Exception as err:  # noqa: BLE001 - we report the wrong exception
-        raise AssertionError(
-            f"{label}: expected {exception.__name__}, but it raised "
-            f"{type(err).__name__}: {err}"
-        ) from None
-    raise AssertionError(f"{label}: expected {exception.__name__}, but nothing was raised")
+        raise AssertionError(_("{name}: expected {expected}, but it raised {error}: {message}").format(
+            name=label, expected=exception.__name__, error=type(err).__name__, message=err)) from None
+    raise AssertionError(_("{name}: expected {expected}, but nothing was raised").format(
+        name=label, expected=exception.__name__))
 
 
 def check_rows_sum_to_one(weights: Any, *, name: str = "attention weights", atol: float = 1e-5) -> None:
@@ -264,15 +265,15 @@ def check_rows_sum_to_one(weights: Any, *, name: str = "attention weights", atol
     check_finite(weights, name=name)
     if (w < -atol).any():
         idx = tuple(int(i) for i in np.argwhere(w < -atol)[0])
-        raise AssertionError(f"{name}: weights must be non-negative; entry {idx} is {w[idx]:.6g}")
+        raise AssertionError(_("{name}: weights must be non-negative; entry {index} is {value:.6g}").format(
+            name=name, index=idx, value=w[idx]))
     sums = w.sum(axis=-1)
     bad = np.abs(sums - 1.0) > atol
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise AssertionError(
-            f"{name}: every row must sum to 1 over the last axis (the keys); "
-            f"row {idx} sums to {sums[idx]:.6g}"
-        )
+            _("{name}: every row must sum to 1 over the last axis (the keys); row {index} sums to {total:.6g}").format(
+                name=name, index=idx, total=sums[idx]))
 
 
 def check_dropout(got: Any, undropped: Any, p: float, *, name: str = "output", atol: float = 1e-5,
@@ -290,13 +291,13 @@ def check_dropout(got: Any, undropped: Any, p: float, *, name: str = "output", a
     g = _to_numpy(got).astype(np.float64)
     kept = g != 0
     check_close(g[kept], _to_numpy(undropped).astype(np.float64)[kept] / (1 - p), atol=atol,
-                name=f"{name}, its entries that dropout kept (each scaled by 1 / (1 - p) = {1 / (1 - p):.3g})")
+                name=_("{name}, its entries that dropout kept (each scaled by 1 / (1 - p) = {scale:.3g})").format(
+                    name=name, scale=1 / (1 - p)))
     dropped = 1 - float(kept.mean())
     if not p - slack < dropped < p + slack:
         raise AssertionError(
-            f"{name}: {dropped:.0%} of the entries are zero; dropout with p = {p} applied once zeroes about "
-            f"{p:.0%} of them"
-        )
+            _("{name}: {dropped:.0%} of the entries are zero; dropout with p = {p} applied once zeroes about "
+              "{p:.0%} of them").format(name=name, dropped=dropped, p=p))
 
 
 def load_weights(module: Any, params: dict, *, name: str = "the module") -> Any:
@@ -313,27 +314,27 @@ def load_weights(module: Any, params: dict, *, name: str = "the module") -> Any:
     try:
         result = module.load_state_dict(given, strict=False)
     except RuntimeError as err:  # a shape that differs; load_state_dict names it
-        raise AssertionError(f"{name}: could not load the known weights: {err}") from None
+        raise AssertionError(_("{name}: could not load the known weights: {error}").format(name=name, error=err)) from None
     unexpected = sorted(result.unexpected_keys)
     if unexpected:
         raise AssertionError(
-            f"{name}: could not load the known weights: it has no parameter or buffer named "
-            f"{', '.join(unexpected)} (it has the parameters {', '.join(sorted(own)) or 'none'})")
+            _("{name}: could not load the known weights: it has no parameter or buffer named {unexpected} "
+              "(it has the parameters {own})").format(
+                name=name, unexpected=", ".join(unexpected), own=", ".join(sorted(own)) or _("none")))
     left_out = sorted(set(own) - set(given))
     if left_out:
         raise AssertionError(
-            f"{name}: it has parameters that the specification does not name: {', '.join(left_out)} "
-            f"(the known weights are {', '.join(sorted(given))})")
+            _("{name}: it has parameters that the specification does not name: {left_out} "
+              "(the known weights are {given})").format(
+                name=name, left_out=", ".join(left_out), given=", ".join(sorted(given))))
     return module
 
 
 def check_choice(answer: Any, choices: str, *, name: str) -> str:
     """Fail unless ``answer`` is one letter among ``choices`` (case-insensitive); return it lower-cased."""
     if not isinstance(answer, str) or answer.strip().lower() not in choices.lower():
-        raise AssertionError(
-            f"{name}: the answer must be one of {', '.join(repr(c) for c in choices)} (a string), "
-            f"got {answer!r}"
-        )
+        raise AssertionError(_("{name}: the answer must be one of {choices} (a string), got {answer!r}").format(
+            name=name, choices=", ".join(repr(c) for c in choices), answer=answer))
     return answer.strip().lower()
 
 
@@ -351,10 +352,10 @@ def check_own_code(answer: Any, *, name: str) -> None:
     module = getattr(answer, "__module__", None)
     if isinstance(module, str) and module.split(".")[0] == "attention_course":
         raise AssertionError(
-            f"{name} is {module}.{getattr(answer, '__qualname__', name)}, the course's solution, not your "
-            f"code: write {name} yourself in its cell. An exercise answered with the course's solution "
-            f"earns no points, and the grader's package for this chapter does not contain it."
-        )
+            _("{name} is {solution}, the course's solution, not your code: write {name} yourself in its cell. "
+              "An exercise answered with the course's solution earns no points, and the grader's package for "
+              "this chapter does not contain it.").format(
+                name=name, solution=f"{module}.{getattr(answer, '__qualname__', name)}"))
     from attention_course import forbidden, shortcuts  # here: chapter 1's kernel need not import them otherwise
 
     shortcuts.guard(answer, name, forbidden.FORBIDDEN.get(name, ()))

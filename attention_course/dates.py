@@ -29,6 +29,8 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from attention_course.i18n import gettext
+
 __all__ = [
     "PAD",
     "BOS",
@@ -193,13 +195,15 @@ def make_date_task(
     years.
     """
     if last_year - first_year >= 100:
-        raise ValueError(f"two-digit years are ambiguous over {first_year}..{last_year}: keep it to 100 years")
+        raise ValueError(gettext("two-digit years are ambiguous over {first}..{last}: keep it to 100 years").format(
+            first=first_year, last=last_year))
     rng = random.Random(seed)
     start = datetime.date(first_year, 1, 1)
     days = [start + datetime.timedelta(n) for n in range((datetime.date(last_year, 12, 31) - start).days + 1)]
     rng.shuffle(days)
     if num_test + num_valid >= len(days):
-        raise ValueError(f"{num_test} test and {num_valid} validation days leave none of the {len(days)} for training")
+        raise ValueError(gettext("{test} test and {valid} validation days leave none of the {days} for training").format(
+            test=num_test, valid=num_valid, days=len(days)))
     test_days = days[:num_test]
     valid_days = days[num_test:num_test + num_valid]
     train_days = days[num_test + num_valid:]

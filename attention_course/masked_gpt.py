@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_course.i18n import gettext
+
 from attention_course.reference.ch02 import scaled_dot_product_attention
 from attention_course.reference.ch04 import merge_heads, split_heads
 from attention_course.reference.ch08 import GPT
@@ -58,9 +60,10 @@ class MaskedGPT(GPT):
         if attn_mask is None:
             attn_mask = torch.arange(P + T, device=tokens.device) <= P + torch.arange(T, device=tokens.device)[:, None]
         if attn_mask.dtype != torch.bool:
-            raise ValueError(f"attn_mask must be boolean (True = may attend), got {attn_mask.dtype}")
+            raise ValueError(gettext("attn_mask must be boolean (True = may attend), got {dtype}").format(dtype=attn_mask.dtype))
         if int(positions.max()) >= self.max_len:
-            raise ValueError(f"position {int(positions.max())} is past the model's max_len = {self.max_len}")
+            raise ValueError(gettext("position {position} is past the model's max_len = {max_len}").format(
+                position=int(positions.max()), max_len=self.max_len))
         X = self.token_embedding(tokens) + self.position_embedding(positions)
         present = []
         for layer, block in enumerate(self.blocks):

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_course.i18n import gettext
 from attention_course.dates import CharVocab, DateTask, make_date_task
 from attention_course.training import fit
 
@@ -56,7 +57,8 @@ class PromptTask:
         absolute positions tell the model which character of the answer it writes."""
         ids = self.vocab.encode(source + SEP)
         if len(ids) > self.prompt_length:
-            raise ValueError(f"the prompt {source + SEP!r} is longer than {self.prompt_length} tokens")
+            raise ValueError(gettext("the prompt {prompt!r} is longer than {length} tokens").format(
+                prompt=source + SEP, length=self.prompt_length))
         return [self.vocab.pad_id] * (self.prompt_length - len(ids)) + ids
 
     def prompts(self, sources: Sequence[str], device=None) -> torch.Tensor:
@@ -73,7 +75,8 @@ class PromptTask:
         prompts = self.prompts([s for s, _ in pairs])
         answers = torch.tensor([self.vocab.encode(t, eos=True) for _, t in pairs], dtype=torch.long)
         if answers.shape[1] != self.answer_length:
-            raise ValueError(f"answers must be ISO dates of 10 characters, got {[t for _, t in pairs][:3]}")
+            raise ValueError(gettext("answers must be ISO dates of 10 characters, got {answers}").format(
+                answers=[t for _, t in pairs][:3]))
         tokens = torch.cat([prompts, answers], dim=1)
         labels = torch.cat([torch.full_like(prompts[:, 1:], pad), answers, torch.full_like(answers[:, :1], pad)], dim=1)
         return (tokens.to(device), labels.to(device)) if device is not None else (tokens, labels)

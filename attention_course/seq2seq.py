@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attention_course.i18n import gettext
 from attention_course.recipes import TRANSFORMER
 from attention_course.training import fit, init_transformer_weights
 
@@ -163,7 +164,8 @@ def ids_to_strings(ids, vocab) -> list[str]:
 def exact_match(predictions, targets) -> float:
     """The fraction of predicted strings equal to their targets."""
     if len(predictions) != len(targets):
-        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
+        raise ValueError(gettext("{predictions} predictions for {targets} targets").format(
+            predictions=len(predictions), targets=len(targets)))
     return sum(p == t for p, t in zip(predictions, targets)) / max(len(targets), 1)
 
 

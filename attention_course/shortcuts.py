@@ -30,6 +30,8 @@ import sys
 import types
 from typing import Callable, Iterable
 
+from attention_course.i18n import gettext
+
 # entry -> (the original object, what now stands in its place: a wrapper, or the class itself)
 _ARMED: dict[str, tuple[object, object]] = {}
 _PENDING: set[str] = set()  # entries whose module is not imported yet
@@ -219,8 +221,16 @@ _GUARDED: dict[str, tuple[frozenset, set]] = {}
 
 def sentence(name: str, entry: str, how: str) -> str:
     """The one sentence a learner reads when exercise ``name`` used ``entry``."""
-    return (f"{name} {how} {entry}, which does this exercise's whole job: write {name} with your own code "
-            f"(its docstring says which calls are not allowed); an exercise that calls {entry} earns no points.")
+    words = {"calls": gettext("{name} calls {entry}, which does this exercise's whole job: write {name} with your own "
+                        "code (its docstring says which calls are not allowed); an exercise that calls {entry} "
+                        "earns no points."),
+             "is": gettext("{name} is {entry}, which does this exercise's whole job: write {name} with your own code "
+                     "(its docstring says which calls are not allowed); an exercise that calls {entry} earns no "
+                     "points."),
+             "is built on": gettext("{name} is built on {entry}, which does this exercise's whole job: write {name} with "
+                              "your own code (its docstring says which calls are not allowed); an exercise that "
+                              "calls {entry} earns no points.")}
+    return words[how].format(name=name, entry=entry)
 
 
 def _on_call_in_kernel(entry: str) -> None:

@@ -16,6 +16,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from attention_course.i18n import gettext
+
 __all__ = ["History", "fit", "init_transformer_weights"]
 
 
@@ -36,7 +38,7 @@ class History(dict):
         """Train the next part of a paused run (``pause_every`` more steps, or what is left),
         updating this history in place. A finished run prints so and trains nothing."""
         if self._next is None:
-            print(f"the training is over ({self.get('steps_done', 0)} steps): nothing to resume")
+            print(gettext("the training is over ({steps} steps): nothing to resume").format(steps=self.get("steps_done", 0)))
             return
         self._next()
 
@@ -133,7 +135,8 @@ def fit(
             history["steps_done"] = step
         history._next = None if step == num_steps or out_of_time else train_part
         if history._next is not None:
-            print(f"paused after step {step} of {num_steps}: history.resume() trains the next steps")
+            print(gettext("paused after step {step} of {steps}: history.resume() trains the next steps").format(
+                step=step, steps=num_steps))
         return history
 
     return train_part()

@@ -15,6 +15,7 @@ import builtins
 import copy
 from typing import TYPE_CHECKING
 
+from attention_course import i18n
 from autograder.course import CODE_STUB
 
 if TYPE_CHECKING:  # nbformat is imported where it is used: the judge, which imports this
@@ -76,6 +77,16 @@ def assemble(source: nbformat.NotebookNode, submission: nbformat.NotebookNode) -
         graded.cells.append(cell)
     graded.cells.extend(extras_before.get(None, []))
     return graded
+
+
+def set_language(graded: nbformat.NotebookNode, language: str) -> str:
+    """Write ``language`` (one of the course's, already checked) into the graded notebook's
+    metadata where :func:`attention_course.i18n.notebook_language` reads it (nothing for English:
+    an English submission's files stay as they were); return it. The feedback page is written in
+    it, also when it is rendered later from the gradebook."""
+    if language != i18n.ENGLISH:
+        graded.metadata[i18n.METADATA_KEY] = {"language": language}
+    return language
 
 
 def judge_cells(notebook: nbformat.NotebookNode) -> list[dict]:

@@ -39,7 +39,9 @@ from nbgrader.plugins import LateSubmissionPlugin
 from sqlalchemy.exc import SAWarning
 from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
+from attention_course import i18n
 from autograder.course import GradingError, copy_source
+from autograder.feedback import translate_page
 
 # nbgrader's log lines that say nothing about why a run failed
 _GENERIC = ("Traceback", "Please see", "There was an error processing", "error(s) occurred")
@@ -188,8 +190,16 @@ class Books:
             return from_gradebook
 
     def feedback(self, assignment: str, student: str) -> str | None:
-        """Write ``feedback/<student>/<assignment>/<notebook>.html`` from the gradebook."""
-        return self._run(self._api.generate_feedback, assignment, student, force=True)
+        """Write ``feedback/<student>/<assignment>/<notebook>.html`` from the gradebook, each in
+        the language its graded notebook names (:func:`autograder.feedback.translate_page`)."""
+        failure = self._run(self._api.generate_feedback, assignment, student, force=True)
+        if failure is None:
+            for graded in sorted((self.root / "autograded" / student / assignment).glob("*.ipynb")):
+                language = i18n.notebook_language(json.loads(graded.read_text()).get("metadata"))
+                page = self.root / "feedback" / student / assignment / f"{graded.stem}.html"
+                if language != i18n.ENGLISH and page.is_file():
+                    page.write_text(translate_page(page.read_text(), language))
+        return failure
 
 
 def stale_feedback(root: Path, graded: list[tuple[str, str]]) -> list[tuple[str, str]]:

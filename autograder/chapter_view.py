@@ -19,6 +19,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from autograder import catalogs
 from autograder.course import REPO
 
 PACKAGE = REPO / "attention_course"
@@ -33,14 +34,21 @@ def chapter_of(assignment: str) -> str:
     return tag
 
 
+def N_(text: str) -> str:
+    """Marks ``text`` for the catalog (``messages.po``); translated where it is shown."""
+    return text
+
+
+# what a learner reads on importing a chapter's solutions that the package leaves out; the stub
+# module translates it with the package's catalog (attention_course.i18n)
+WITHHELD = N_("attention_course.reference.{module} holds the course's solutions of chapter {chapter}; the package "
+              "of chapter {here} (and the grader, while it grades chapter {here}) leaves out the solutions of "
+              "chapter {here} and later. Write the exercise yourself: an answer that uses the course's solution "
+              "earns no points.")
+
+
 def _stub_source(chapter: str, for_assignment: str) -> str:
     here = int(chapter_of(for_assignment)[2:])
-    message = (
-        f"attention_course.reference.{chapter} holds the course's solutions of chapter {int(chapter[2:])}; "
-        f"the package of chapter {here} (and the grader, while it grades chapter {here}) leaves out the "
-        f"solutions of chapter {here} and later. Write the exercise yourself: an answer that uses the "
-        f"course's solution earns no points."
-    )
     number = int(chapter[2:])
     earlier = {1: "no chapter's solutions", 2: "the solutions of chapter 1 only"}.get(
         here, f"the solutions of chapters 1 to {here - 1} only")
@@ -51,7 +59,8 @@ def _stub_source(chapter: str, for_assignment: str) -> str:
         f"the grader uses while it grades it. It holds {earlier}, so the solutions of chapter {number} are not "
         f"here: importing this module raises ImportError with the sentence below, rather than an unexplained "
         f"\"No module named\". Nothing that chapter {here}'s notebook uses imports it.", width=92)
-    return f'"""{doc}"""\n\nraise ImportError({message!r})\n'
+    return (f'"""{doc}"""\n\nfrom attention_course.i18n import gettext\n\n'
+            f"raise ImportError(gettext({WITHHELD!r}).format(module={chapter!r}, chapter={number}, here={here}))\n")
 
 
 def build_package_tree(assignment: str, dest: Path) -> Path:
@@ -62,7 +71,8 @@ def build_package_tree(assignment: str, dest: Path) -> Path:
     package = dest / "attention_course"
     if package.exists():
         shutil.rmtree(package)
-    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "locale"))
+    catalogs.compile_package_catalogs(package)
     for module in sorted((package / "reference").glob("ch*.py")):
         chapter = module.stem
         if int(chapter[2:]) >= here:
@@ -87,6 +97,9 @@ def package_view(assignment: str) -> Path:
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(str(path.relative_to(PACKAGE)).encode())
+        digest.update(path.read_bytes())
+    for path in catalogs.package_catalogs():  # compiled into the view
+        digest.update(str(path.relative_to(REPO)).encode())
         digest.update(path.read_bytes())
     root = views_folder() / f"{assignment}-{digest.hexdigest()[:16]}"
     package = root / "attention_course"

@@ -29,9 +29,10 @@ def source_notebooks(assignment: str) -> list[Path]:
 CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("not written yet: replace this line with your code")'
 
 
-def write_config(root: Path, db_url: str) -> None:
+def write_config(root: Path, db_url: str, code_stub: str = CODE_STUB) -> None:
     """Write the course folder's ``nbgrader_config.py``: the only configuration nbgrader
-    reads (``JUPYTER_CONFIG_DIR`` points inside ``root``, so no instructor-wide file applies)."""
+    reads (``JUPYTER_CONFIG_DIR`` points inside ``root``, so no instructor-wide file applies).
+    ``code_stub``: what replaces a solution region (a translated notebook's stub is translated)."""
     root.mkdir(parents=True, exist_ok=True)
     settings = {
         "CourseDirectory.root": str(root),
@@ -39,7 +40,7 @@ def write_config(root: Path, db_url: str) -> None:
         # nbgrader's default "" makes no course row, and PostgreSQL (unlike SQLite)
         # enforces the assignments' foreign key to it
         "CourseDirectory.course_id": "default_course",
-        "ClearSolutions.code_stub": {"python": CODE_STUB},
+        "ClearSolutions.code_stub": {"python": code_stub},
     }
     lines = [
         "from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor",
@@ -91,21 +92,22 @@ def nbgrader(
     return done
 
 
-def copy_source(root: Path, assignment: str) -> None:
-    """Make ``root/source/<assignment>/`` hold exactly ``assignment``'s source notebooks."""
+def copy_source(root: Path, assignment: str, notebooks: list[Path] | None = None) -> None:
+    """Make ``root/source/<assignment>/`` hold exactly ``assignment``'s source notebooks (or
+    ``notebooks``, translations of them)."""
     source = root / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
     for old in source.glob("*.ipynb"):
         old.unlink()
-    for path in source_notebooks(assignment):
+    for path in source_notebooks(assignment) if notebooks is None else notebooks:
         shutil.copy2(path, source / path.name)
 
 
-def generate(root: Path, assignment: str) -> None:
-    """Copy ``assignment``'s source notebooks into ``root/source`` and run
+def generate(root: Path, assignment: str, notebooks: list[Path] | None = None) -> None:
+    """Copy ``assignment``'s source notebooks (or ``notebooks``) into ``root/source`` and run
     ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
     the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
-    copy_source(root, assignment)
+    copy_source(root, assignment, notebooks)
     done = nbgrader(root, "generate_assignment", assignment, "--force")
     if done.returncode != 0:
         raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")

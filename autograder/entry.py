@@ -37,6 +37,7 @@ import threading
 import time
 from pathlib import Path
 
+from attention_course import i18n
 from autograder.course import GradingError
 from autograder.judging import die_with_thread, run_judge
 
@@ -157,6 +158,7 @@ def finish(spec: dict, output: dict) -> dict:
     from nbgrader import utils
 
     from autograder.assemble import with_results
+    from autograder.feedback import translate_page
 
     cpu = time.process_time()
     if _exporters is None:
@@ -196,6 +198,7 @@ def finish(spec: dict, output: dict) -> dict:
     page_resources = {"unique_key": stem, "output_files_dir": f"{stem}_files",
                       "nbgrader": {**resources["nbgrader"], "entered": {"grades": grades, "comments": comments}}}
     page, _ = x.html.from_notebook_node(nbformat.reads(autograded, as_version=4), resources=page_resources)
+    page = translate_page(page, i18n.notebook_language(spec["notebook"].get("metadata")))
     return {"submitted": submitted, "autograded": autograded, "grades": grades, "comments": comments,
             "page": page, "cpu": time.process_time() - cpu}
 

@@ -1,9 +1,14 @@
-"""What a learner's feedback page may show.
+"""What a learner's feedback page may show, and in which language.
 
 nbgrader's feedback page shows every test cell as it ran at grading, hidden tests and
 their tracebacks included. Ours shows, for a test cell, only its visible part and, when it
 failed, the error's type and message: the checks word their messages so that this says what
 is wrong (which output, which input, expected against got) without the hidden code.
+
+A submission whose notebook is in another of the course's languages gets its page in that
+language: the tests' messages were written in it by the judge, the course's notes here
+(:class:`HideHiddenTests`), and nbgrader's own words (the score, the headings) by
+:func:`translate_page`, from ``autograder.po``. An English page is nbgrader's, unchanged.
 """
 
 from __future__ import annotations
@@ -15,18 +20,25 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from attention_course import i18n
+from autograder import catalogs
+from autograder.course import NOTEBOOKS
+from autograder.catalogs import N_
+
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
-HIDDEN_NOTE = "# (hidden tests ran here at grading; their code is not shown)"
+HIDDEN_NOTE = "# " + N_("(hidden tests ran here at grading; their code is not shown)")
+# nbgrader's comment on a solution cell left as it was released
+NO_RESPONSE = N_("No response.")
 
 
-def visible_part(source: str) -> str:
-    """``source`` with every hidden-test region replaced by one comment line."""
+def visible_part(source: str, note: str = HIDDEN_NOTE) -> str:
+    """``source`` with every hidden-test region replaced by one comment line, ``note``."""
     lines, hidden = [], False
     for line in source.splitlines():
         if HIDDEN_BEGIN in line:
             hidden = True
-            lines.append(HIDDEN_NOTE)
+            lines.append(note)
         elif HIDDEN_END in line:
             hidden = False
         elif not hidden:
@@ -35,16 +47,95 @@ def visible_part(source: str) -> str:
 
 
 class HideHiddenTests(NbGraderPreprocessor):
-    """Feedback preprocessor: visible tests only, errors without tracebacks in test cells."""
+    """Feedback preprocessor: visible tests only, errors without tracebacks in test cells; the
+    course's notes in the notebook's language."""
+
+    def preprocess(self, nb, resources):
+        language = i18n.notebook_language(nb.get("metadata"))
+        words = catalogs.words(language)
+        self._note = "# " + words(HIDDEN_NOTE[2:])
+        self._no_response = words(NO_RESPONSE)
+        about = resources.get("nbgrader", {})
+        if language != i18n.ENGLISH and about.get("assignment") and about.get("notebook"):
+            released = NOTEBOOKS / language / about["assignment"] / f"{about['notebook']}.ipynb"
+            with_released_words(nb, released)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            cell.source = visible_part(cell.source)
+            cell.source = visible_part(cell.source, getattr(self, "_note", HIDDEN_NOTE))
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     output["traceback"] = [f"{output['ename']}: {output['evalue']}"]
+        if meta.get("comment") == NO_RESPONSE:  # nbgrader's words, put there by GetGrades
+            meta["comment"] = getattr(self, "_no_response", NO_RESPONSE)
         return cell, resources
+
+
+def with_released_words(nb, released: Path) -> None:
+    """Put in ``nb`` (a graded notebook: the course's source cells) the text of the course's cells of
+    ``released``, the learner notebook in the submission's language: its markdown, and its course
+    code cells (the same code, comments and docstrings translated), matched by grade_id (a markdown
+    cell without one by cell id): the page shows what the student read. Solution and test cells stay
+    as graded; nothing changes where there is no such notebook or cell. Only the page: the graded
+    notebook and the gradebook keep the course's cells."""
+    if not released.is_file():
+        return
+    import nbformat
+
+    def key(cell) -> str | None:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution") or meta.get("grade") and cell.cell_type == "code":
+            return None  # the student's answer and the tests, as they were graded
+        return meta.get("grade_id") or (cell.get("id") if cell.cell_type == "markdown" else None)
+
+    words = {(c.cell_type, key(c)): c.source for c in nbformat.read(released, as_version=4).cells if key(c)}
+    for cell in nb.cells:
+        if (cell.cell_type, key(cell)) in words:
+            cell.source = words[cell.cell_type, key(cell)]
+
+
+# nbgrader's words on its feedback page (its template, nbgrader/server_extensions/formgrader/
+# templates/feedback/index.html.j2), each found by the markup around it
+_LABELS = (N_("Test cell"), N_("Coding free-response"), N_("Written response"), N_("Task"), N_("Comment"))
+_HEADINGS = (N_("Student's answer"), N_("Student's task"))
+_SCORE = N_("(Score: {score})")
+_CELL_SCORE = N_("Score: {score}")
+_TOP = N_("(Top)")
+_GRADE_CELL = N_("Grade cell:")
+_TASK = N_("Task:")
+_COMMENTS = N_("Comments:")
+_LATE = N_("Late submission penalty")
+_NUMBER = r"-?[0-9.]+(?: / [0-9.]+)?"
+
+
+def translate_page(page: str, language: str) -> str:
+    """An nbgrader feedback page (HTML) with nbgrader's words in ``language`` and the page's
+    ``lang`` set; the notebook's content is left as it is (the judge and :class:`HideHiddenTests`
+    wrote it in that language already). English: the page unchanged."""
+    if i18n.supported(language) == i18n.ENGLISH:
+        return page
+    words = catalogs.words(language)
+
+    def label(match: re.Match) -> str:
+        return match[1] + words(match[2]) + match[3]
+
+    page = re.sub(r"<html>", f'<html lang="{language.replace("_", "-")}">', page, count=1)
+    page = re.sub(rf"\(Score: ({_NUMBER})\)", lambda m: words(_SCORE).format(score=m[1]), page)
+    page = re.sub(rf"Score: ({_NUMBER}) <a", lambda m: words(_CELL_SCORE).format(score=m[1]) + " <a", page)
+    page = page.replace('<a href="#top">(Top)</a>', f'<a href="#top">{words(_TOP)}</a>')
+    page = re.sub(r'(<a href="#[^"]*">)(' + "|".join(map(re.escape, _LABELS)) + ")(</a>)", label, page)
+    page = re.sub(r'(<span class="nbgrader-label">)(' + "|".join(map(re.escape, _HEADINGS)) + ")(</span>)", label, page)
+    page = page.replace('<span class="nbgrader-label">Grade cell: <code>',
+                        f'<span class="nbgrader-label">{words(_GRADE_CELL)} <code>')
+    page = page.replace('<span class="nbgrader-label">Task: <code>', f'<span class="nbgrader-label">{words(_TASK)} <code>')
+    page = page.replace("<b>Comments:</b>", f"<b>{words(_COMMENTS)}</b>")
+    return page.replace('<li class="late-penalty">Late submission penalty', f'<li class="late-penalty">{words(_LATE)}')
+
+
+#: what must not be left on a translated page (tests/test_i18n.py reads it)
+NBGRADER_WORDS = ("Score:", "(Top)", ">Test cell<", "Student's answer", "Grade cell:", "Comments:", "Late submission")
 
 
 def _mathjax_source() -> Path:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import nbformat
 
+from attention_course import i18n
 from autograder import assemble, course, summary
 from autograder.books import Books, make_feedback, stale_feedback
 from autograder.feedback import localise_mathjax
@@ -61,6 +62,8 @@ class Result:
     # forbidden library calls found (the exercise's tests then scored 0) and indirections the
     # scan could not resolve, for summary.html: dicts of autograder.judge.Judge.shortcuts
     shortcuts: list[dict] = dataclasses.field(default_factory=list)
+    # the language the submission's notebook names (its feedback's and its messages'), never its score's
+    language: str = i18n.ENGLISH
 
     def row(self) -> dict:
         return {
@@ -127,10 +130,14 @@ def prepare(sub: Submission, limits: Limits, sources: dict[str, dict]) -> Prepar
         if problem:
             return Prepared(sub, {}, problem)
         graded = assemble.assemble(nbformat.read(source_path, as_version=4), submitted)
+        # the one thing taken from the submission's metadata, as one of the course's languages
+        # (anything else is English): the language of its messages and feedback page
+        language = assemble.set_language(graded, i18n.notebook_language(submitted.get("metadata")))
         feedback = {"notebook": graded, "name": source_path.name, "assignment": sub.assignment,
                     "student": sub.student_id, "source": sources[source_path.name]}
         jobs[source_path.name] = (graded, {"assignment": sub.assignment, "cells": assemble.judge_cells(graded),
-                                          "limits": dataclasses.asdict(limits), "feedback": feedback})
+                                          "limits": dataclasses.asdict(limits), "language": language,
+                                          "feedback": feedback})
     return Prepared(sub, jobs)
 
 
@@ -221,7 +228,9 @@ def record(books: Books, root: Path, judged: Judged) -> Result:
                           "passed": points >= grade["max_score"], "error": messages.get((stem, test))})
             score += points
             max_score += grade["max_score"]
-    return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests, shortcuts)
+    languages = sorted({i18n.notebook_language(graded.metadata) for graded, _ in judged.notebooks.values()})
+    return Result(sub.student_id, sub.assignment, score, max_score, "graded", "; ".join(stopped), tests, shortcuts,
+                  language="+".join(languages) or i18n.ENGLISH)
 
 
 # ----------------------------------------------------------------------------- the ledger

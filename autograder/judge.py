@@ -20,6 +20,7 @@ process and the names they assign are taken from there.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
 import dataclasses
@@ -35,10 +36,12 @@ import warnings
 import numpy as np
 import psutil
 
-from autograder import sandbox, scan, wire
+from attention_course import i18n
+from autograder import catalogs, sandbox, scan, wire
 from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
 from autograder.limits import Limits
+from autograder.catalogs import N_
 
 # builtin classes a remote exception or warning may be rebuilt on: every builtin exception
 # but those that stop the interpreter (a student's SystemExit is just a failure here)
@@ -153,7 +156,8 @@ class Link:
         self.stdout.start()
         self.stderr.start()
         self._buffer = b""
-        self.gone: str | None = None
+        self.gone: str | None = None  # why the student's process ended, in English (the instructor's)
+        self._why: tuple[str, dict] = ("", {})  # the same as a template and its values, for the student's language
         self.deadline = time.monotonic() + limits.notebook_timeout_s
         # where the time goes (grade --stage-times): waiting on the student's process, and
         # the CPU its process tree used, sampled just before it is stopped
@@ -202,7 +206,7 @@ class Link:
 
     def request(self, op: str, timeout: float | None = None, **fields) -> dict:
         if self.gone:
-            raise StudentProcessGone(self.gone)
+            raise self.gone_error()
         begun = time.monotonic()
         self._depth += 1
         try:
@@ -233,8 +237,8 @@ class Link:
         try:
             os.write(self._to_child, message) if len(message) < 65536 else self._write_all(message)
         except OSError:
-            self.stop("the student's process ended")
-            raise StudentProcessGone(self.gone) from None
+            self.stop(N_("the student's process ended"))
+            raise self.gone_error() from None
 
     def answer_callback(self, callback) -> dict:
         """The student's code called one of the test's objects (or read one of its public
@@ -273,8 +277,8 @@ class Link:
         except (StudentProcessGone, KeyboardInterrupt):
             raise
         except wire.WireError as err:
-            self.stop(f"the student's process broke the protocol ({err})")
-            raise StudentProcessGone(self.gone) from None
+            self.stop(N_("the student's process broke the protocol ({error})"), error=err)
+            raise self.gone_error() from None
         except BaseException as error:  # noqa: BLE001 - raised in the student's code, as there
             described = {"type": type(error).__name__, "message": str(error)[:4000],
                          "mro": [f"{c.__module__}.{c.__qualname__}" for c in type(error).__mro__]}
@@ -291,31 +295,35 @@ class Link:
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                self.stop(f"the student's code ran past its time limit ({self.limits.cell_timeout_s} s a cell, "
-                          f"{self.limits.notebook_timeout_s} s a notebook)")
-                raise StudentProcessGone(self.gone)
+                self.stop(N_("the student's code ran past its time limit ({cell} s a cell, {notebook} s a notebook)"),
+                          cell=self.limits.cell_timeout_s, notebook=self.limits.notebook_timeout_s)
+                raise self.gone_error()
             ready, _, _ = select.select([self._from_child], [], [], min(left, 1.0))
             if not ready:
                 continue
             chunk = os.read(self._from_child, 1 << 20)
             if not chunk:
                 code = self.process.wait()
-                self.stop(_why_it_ended(code, self.stderr.text()))
-                raise StudentProcessGone(self.gone)
+                why, values = _why_it_ended(code, self.stderr.text())
+                self.stop(why, **values)
+                raise self.gone_error()
             self._buffer += chunk
             if len(self._buffer) > wire.MAX_MESSAGE_BYTES:
-                self.stop("the student's process sent a reply over the size limit")
-                raise StudentProcessGone(self.gone)
+                self.stop(N_("the student's process sent a reply over the size limit"))
+                raise self.gone_error()
         line, _, self._buffer = self._buffer.partition(b"\n")
         try:
             return wire.loads(line)
         except (ValueError, wire.WireError) as err:
-            self.stop(f"the student's process broke the protocol ({err})")
-            raise StudentProcessGone(self.gone) from None
+            self.stop(N_("the student's process broke the protocol ({error})"), error=err)
+            raise self.gone_error() from None
 
-    def stop(self, why: str) -> None:
+    def stop(self, why: str, **values) -> None:
+        """End the student's process; ``why`` (an English template, filled with ``values``) is kept
+        as the reason, the first one given."""
         if self.gone is None:
-            self.gone = why
+            self.gone = why.format(**values)
+            self._why = (why, values)
         for fd in (self._to_child, self._from_child):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -328,6 +336,11 @@ class Link:
             self.process.wait()
         for reader in (self.stdout, self.stderr):
             reader.join(timeout=5)
+
+    def gone_error(self) -> StudentProcessGone:
+        """Why the student's process is gone, in the language of the submission (a test shows it)."""
+        why, values = self._why
+        return StudentProcessGone(i18n.gettext(why).format(**values) if why else str(self.gone))
 
 
 def _tree_cpu(pid: int) -> float:
@@ -350,13 +363,18 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _why_it_ended(code: int, stderr: str) -> str:
+def _why_it_ended(code: int, stderr: str) -> tuple[str, dict]:
+    """Why the student's process ended: an English template (:meth:`Link.stop`) and its values."""
     if code < 0 or code > 128:
         signal = -code if code < 0 else code - 128
-        names = {9: "killed (out of memory or over a limit)", 24: "over its CPU time", 25: "over the file-size limit"}
-        return f"the student's process was {names.get(signal, f'stopped by signal {signal}')}"
+        named = {9: N_("the student's process was killed (out of memory or over a limit)"),
+                 24: N_("the student's process was over its CPU time"),
+                 25: N_("the student's process was over the file-size limit")}
+        return named.get(signal, N_("the student's process was stopped by signal {signal}")), {"signal": signal}
     tail = stderr.strip().splitlines()[-1:] if stderr.strip() else []
-    return f"the student's process exited with status {code}" + (f": {tail[0][:300]}" if tail else "")
+    if tail:
+        return N_("the student's process exited with status {code}: {last_line}"), {"code": code, "last_line": tail[0][:300]}
+    return N_("the student's process exited with status {code}"), {"code": code}
 
 
 # modules whose classes a remote object may claim to be an instance of, for isinstance()
@@ -451,7 +469,7 @@ def _copy_back(sent: list, mutated, remote, link: Link) -> None:
     torch = sys.modules.get("torch")  # no tensor was sent unless the tests imported it
     for item in mutated if isinstance(mutated, list) else []:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and 0 <= item[0] < len(sent)):
-            raise StudentProcessGone("the student's process broke the protocol (a changed argument)")
+            raise StudentProcessGone(i18n.gettext(N_("the student's process broke the protocol (a changed argument)")))
         target, value = sent[item[0]], wire.decode(item[1], remote, resolve_proxy=link.resolve_proxy)
         tensors = torch is not None and isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor)
         arrays = isinstance(target, np.ndarray) and isinstance(value, np.ndarray)
@@ -475,11 +493,14 @@ class CellResult:
 class Judge:
     """Runs one assembled notebook: student cells over there, tests here."""
 
-    def __init__(self, limits: Limits, assignment: str, start=sandboxed_runner):
+    def __init__(self, limits: Limits, assignment: str, start=sandboxed_runner, language: str = i18n.ENGLISH):
         """``assignment``: the chapter being graded; its student process sees the course
         package of that chapter only (no solution of it or of a later chapter). ``start``
-        starts that process (see :func:`sandboxed_runner`)."""
+        starts that process (see :func:`sandboxed_runner`). ``language``: the submission's
+        (:func:`attention_course.i18n.notebook_language`), in which the tests' messages are
+        written; it changes no verdict (:meth:`_here`)."""
         self.limits = limits
+        self.language = i18n.supported(language)
         self.link = Link(limits, assignment, start)
         self.namespace: dict = {"__name__": "__main__"}
         self.shortcuts: list[dict] = []  # what the scan and the trip-wires found (see shortcut_verdicts)
@@ -512,10 +533,21 @@ class Judge:
         self._take(self._changed(reply, allowed))
         return None if reply.get("ok") else reply.get("error", {})
 
+    def _code(self, source: str, label: str):
+        """A course or test cell's code, compiled; in another language, the same code with only the
+        strings that build its messages translated (attention_course.i18n.translate_tree), or as
+        written should anything go wrong in translating it: a translation never costs a point."""
+        if self.language != i18n.ENGLISH:
+            try:
+                return compile(i18n.translate_tree(ast.parse(source)), f"<{label}>", "exec")
+            except Exception:  # noqa: BLE001 - the English code, which fails as it would anyway
+                pass
+        return compile(source, f"<{label}>", "exec")
+
     def _here(self, source: str, label: str) -> dict | None:
         with _mirrored_seeds(self.link), warnings.catch_warnings():
             try:
-                exec(compile(source, f"<{label}>", "exec"), self.namespace)  # noqa: S102 - course code
+                exec(self._code(source, label), self.namespace)  # noqa: S102 - course code
             except BaseException as error:  # noqa: BLE001 - a failing test is a result
                 if isinstance(error, KeyboardInterrupt):
                     raise
@@ -541,8 +573,13 @@ class Judge:
         self.link.forbidden = {c["grade_id"]: list(c.get("forbidden") or []) for c in cells if c["kind"] == "solution"}
         entries = sorted({e for listed in self.link.forbidden.values() for e in listed})
         results = []
+        if self.language != i18n.ENGLISH:
+            # the checks, the tests' words and the grader's own in the submission's language
+            i18n.use_language(self.language, translation=catalogs.translation(self.language))
         try:
             with contextlib.suppress(StudentProcessGone):  # then every cell reports it
+                if self.language != i18n.ENGLISH:
+                    self.link.request("language", code=self.language)
                 self.link.request("watch", names=sorted(allowed))
                 if entries:  # before any of the student's cells runs
                     self.link.request("forbid", entries=entries)
@@ -589,7 +626,8 @@ class Judge:
         for result in results:
             exercise = scan.exercise_of_test(result.grade_id, exercises) if result.kind == "test" else None
             if exercise in found:
-                result.error = {"type": "ForbiddenShortcut", "message": scan.verdict(exercise, found[exercise])}
+                result.error = {"type": "ForbiddenShortcut",
+                                "message": i18n.gettext(scan.VERDICT).format(exercise=exercise, entry=found[exercise])}
         return results
 
     def output(self) -> tuple[str, str]:
@@ -641,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     job = json.loads(open((argv or sys.argv[1:])[0]).read())
     limits = Limits(**job["limits"])
     started = time.monotonic()
-    judge = Judge(limits, job["assignment"])
+    judge = Judge(limits, job["assignment"], language=job.get("language", i18n.ENGLISH))
     run_started, cpu_at_run = time.monotonic(), _own_cpu()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         results = judge.run(job["cells"])

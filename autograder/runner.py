@@ -217,6 +217,11 @@ class Runner:
         if op == "forbid":
             self.forbid([str(e) for e in request.get("entries", [])])
             return {"ok": True, "value": None}
+        if op == "language":  # the course package's messages here, in the submission's language
+            from attention_course import i18n
+
+            i18n.use_language(str(request.get("code")))
+            return {"ok": True, "value": None}
         if op == "free":
             for key in request.get("handles", []):
                 self.objects.pop(int(key), None)

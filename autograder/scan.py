@@ -29,6 +29,8 @@ import ast
 import dataclasses
 import sys
 
+from autograder.catalogs import N_
+
 
 
 # ----------------------------------------------------------------------------- the scan
@@ -384,7 +386,6 @@ def exercise_of_test(test_id: str, exercises) -> str | None:
     return max(owners, key=len) if owners else None
 
 
-def verdict(exercise: str, entry: str) -> str:
-    """The one sentence a test of ``exercise`` fails with when the exercise reached ``entry``."""
-    return (f"{exercise} calls {entry}, which does this exercise's whole job and which its docstring forbids: "
-            f"an exercise that calls it earns no points; write {exercise} with your own code.")
+# the one sentence a test of an exercise fails with when the exercise reached a forbidden entry
+VERDICT = N_("{exercise} calls {entry}, which does this exercise's whole job and which its docstring forbids: "
+             "an exercise that calls it earns no points; write {exercise} with your own code.")

@@ -5,7 +5,10 @@ style inline, no script, nothing fetched from anywhere): for every assignment, t
 distribution of scores, the pass rate of every test and its most frequent failure
 messages; then every submission that was rejected (nothing could be graded) or stopped
 (the student's process was killed or ran out of time), with the reason. So one sees which
-idea the class has not understood, and which submissions need a human look.
+idea the class has not understood, and which submissions need a human look. A class may mix the
+course's languages (each notebook names its own): every count and rate is over all of them, a
+column says how many submissions came in each, and a failure message is shown in the language it
+was written in.
 
 Failure messages are grouped by their wording with the numbers taken out (``expected 0.5,
 got 0.49`` and ``expected 0.5, got 0.51`` are one mistake); the page shows one example of
@@ -67,6 +70,12 @@ def _assignment_figure(assignment: str, scores: list[float], max_score: float, r
     return _png(fig)
 
 
+def _languages(results: list) -> str:
+    """How many submissions came in each language: ``en 3, zh_CN 2``."""
+    counts = collections.Counter(getattr(r, "language", "en") for r in results)
+    return ", ".join(f"{html.escape(language)} {n}" for language, n in sorted(counts.items()))
+
+
 def render(results: list) -> str:
     """The page's HTML for ``results`` (:class:`autograder.grade.Result` objects)."""
     by_assignment: dict[str, list] = collections.defaultdict(list)
@@ -80,8 +89,8 @@ def render(results: list) -> str:
         "<h1>Grading summary</h1>",
         f"<p>{len(results)} submissions from {len({r.student_id for r in results})} students: "
         f"{len(graded)} graded, {sum(r.status != 'graded' for r in results)} rejected, "
-        f"{sum(bool(r.reason) for r in graded)} stopped before the end.</p>",
-        "<table><tr><th>assignment</th><th>submissions</th><th>mean</th><th>median</th>"
+        f"{sum(bool(r.reason) for r in graded)} stopped before the end. Languages: {_languages(results)}.</p>",
+        "<table><tr><th>assignment</th><th>submissions</th><th>languages</th><th>mean</th><th>median</th>"
         "<th>full marks</th><th>zero</th></tr>",
     ]
     for assignment, rows in sorted(by_assignment.items()):
@@ -89,7 +98,8 @@ def render(results: list) -> str:
         top = max(r.max_score for r in rows)
         parts.append(
             f'<tr><td><a href="#{html.escape(assignment)}">{html.escape(assignment)}</a></td>'
-            f'<td class="num">{len(rows)}</td><td class="num">{statistics.mean(scores):.1f} / {top:g}</td>'
+            f'<td class="num">{len(rows)}</td><td>{_languages(rows)}</td>'
+            f'<td class="num">{statistics.mean(scores):.1f} / {top:g}</td>'
             f'<td class="num">{statistics.median(scores):g}</td>'
             f'<td class="num">{sum(s >= top for s in scores)}</td><td class="num">{sum(s == 0 for s in scores)}</td></tr>'
         )

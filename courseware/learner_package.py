@@ -143,7 +143,8 @@ def install_course_package():
     # importable attention_course is the whole course, good for every chapter.
     if importlib.util.find_spec("attention_course") and (installed == wanted or "+ch" not in installed):
         version = f" ({{installed}})" if installed else ""
-        return f"attention_course{{version}} is already importable: nothing to install."
+        print(f"attention_course{{version}} is already importable: nothing to install.")
+        return
     source = COURSE_WHEEL if pathlib.Path(COURSE_WHEEL).is_file() else BOOK_WHEELS and BOOK_WHEELS + COURSE_WHEEL
     if not source:
         raise ModuleNotFoundError(
@@ -154,19 +155,32 @@ def install_course_package():
     if pip.returncode != 0:
         raise RuntimeError(f"pip could not install {{source}}: {{pip.stderr.strip()[-1500:]}}")
     importlib.invalidate_caches()
-    return f"Installed attention_course {{wanted}} from {{source}}."
+    print(f"Installed attention_course {{wanted}} from {{source}}.")
 
 
-print(install_course_package())'''
+install_course_package()'''
+
+# A notebook in another language than English then sets the language of the course package's
+# messages (attention_course.i18n), the package being there.
+_LANGUAGE_SOURCE = '''
+
+# The course package's messages (what a failing test says) in the language of this notebook.
+from attention_course.i18n import use_language
+
+use_language({language})'''
 
 
-def install_cell(assignment: str, wheels_url: str | None = None) -> nbformat.NotebookNode:
+def install_cell(assignment: str, wheels_url: str | None = None, language: str | None = None) -> nbformat.NotebookNode:
     """The learner notebook's first code cell: installs chapter ``assignment``'s wheel from
     ``wheels_url`` (default :func:`published_wheels_url`) or from the notebook's folder.
     A read-only cell tagged :data:`INSTALL_TAG`; graders run it as a cell of the notebook, and
-    where the course package is importable (the grader's sandbox) it does nothing."""
+    where the course package is importable (the grader's sandbox) it does nothing. With a
+    ``language`` (``"zh_CN"``) it then calls ``attention_course.i18n.use_language(language)``; its
+    words stay English here (:func:`courseware.translations.translated_install_cell` translates them)."""
     site = published_wheels_url() if wheels_url is None else wheels_url
     source = _INSTALL_SOURCE.format(wheel=json.dumps(wheel_name(assignment)), site=json.dumps(site))
+    if language:
+        source += _LANGUAGE_SOURCE.format(language=json.dumps(language))
     cell = nbformat.v4.new_code_cell(source)
     cell.id = INSTALL_TAG
     cell.metadata = nbformat.from_dict({"deletable": False, "editable": False, "tags": [INSTALL_TAG]})
@@ -177,10 +191,12 @@ def is_install_cell(cell) -> bool:
     return INSTALL_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def with_install_cell(nb: nbformat.NotebookNode, assignment: str, wheels_url: str | None = None) -> nbformat.NotebookNode:
-    """``nb`` with :func:`install_cell` before its first code cell (replacing an older one)."""
+def with_install_cell(nb: nbformat.NotebookNode, assignment: str, wheels_url: str | None = None,
+                      cell: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """``nb`` with :func:`install_cell` (or ``cell``, a translated one) before its first code cell
+    (replacing an older one)."""
     cells = [c for c in nb.cells if not is_install_cell(c)]
     first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
-    nb.cells = cells[:first_code] + [install_cell(assignment, wheels_url)] + cells[first_code:]
+    nb.cells = cells[:first_code] + [cell or install_cell(assignment, wheels_url)] + cells[first_code:]
     return nb
 

@@ -99,8 +99,8 @@ class Page:
 
 
 @contextlib.contextmanager
-def chromium_page(width: int = 1400, height: int = 1000):
-    """A headless Chromium with one blank tab; yields its :class:`Page`."""
+def chromium_page(width: int = 1400, height: int = 1000, extra_args: tuple[str, ...] = ()):
+    """A headless Chromium with one blank tab (more switches: ``extra_args``); yields its :class:`Page`."""
     chromium = browser.find_chromium()
     if chromium is None:
         raise FileNotFoundError(f"no Chromium found; install it: {browser.INSTALL_HINT}")
@@ -111,7 +111,7 @@ def chromium_page(width: int = 1400, height: int = 1000):
         # the book tests' switches, less their virtual time (this page runs in real time)
         args = [a for a in browser.chromium_args(chromium, profile, width, height, 0)
                 if not a.startswith("--virtual-time-budget")]
-        proc = subprocess.Popen([*args, "--remote-debugging-port=0", "about:blank"],
+        proc = subprocess.Popen([*args, *extra_args, "--remote-debugging-port=0", "about:blank"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         page = None
         try:

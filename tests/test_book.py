@@ -1,8 +1,10 @@
-"""The book: it builds without warnings, works offline, shows no solution, and renders.
+"""The book: it builds without warnings, works offline, shows no solution, and renders, in
+English and in Chinese (its ``zh/`` edition, :mod:`courseware.book`).
 
 The slow tests share one build of the book (``jupyter-book build <repo> --path-output
-<tmp> -W --keep-going``) into a fresh temporary folder, so the HTML they check is never
-stale. Only the *execution* of the chapter pages is reused between runs: the Jupyter
+<tmp> -W --keep-going``, then ``python -m courseware book-zh --path-output <tmp> -W
+--keep-going``, as ``make book``) into a fresh temporary folder, so the HTML they check is
+never stale. Only the *execution* of the chapter pages is reused between runs: the Jupyter
 cache is kept in ``_build/.test_book_cache/<key>/``, where the key hashes the course
 package (``attention_course/``) and ``requirements.txt``, so a change there re-executes
 every page (the cache itself notices edits of the pages). ``BOOK_TEST_FRESH=1`` ignores
@@ -21,6 +23,7 @@ import html as html_lib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -80,6 +83,19 @@ def exercise_docs() -> list[str]:
 
 def page_docs() -> list[str]:
     return browser.toc_pages(REPO)
+
+
+#: the Chinese edition's folder inside the English one (courseware.book.EDITIONS)
+ZH = "zh"
+
+
+def zh_docs() -> list[str]:
+    """The Chinese edition's pages: ``zh/<doc>`` for each page of ``_toc.yml``."""
+    return [f"{ZH}/{doc}" for doc in page_docs()]
+
+
+def english_doc(doc: str) -> str:
+    return doc.removeprefix(f"{ZH}/")
 
 
 def source_of(doc: str) -> Path:
@@ -166,16 +182,46 @@ def test_offline_math_serves_mathjax_and_refuses_remote_assets(tmp_path):
     assert bad.returncode != 0 and "offline_math" in bad.stderr and "cdn.example.com" in bad.stderr, bad.stderr
 
 
+def test_a_translated_edition_refuses_to_execute_a_page(tmp_path):
+    """While the Chinese edition builds (courseware.book.execute_nothing), a page whose executed
+    copy the jupyter-cache lacks stops the build, naming it, instead of being executed."""
+    import logging
+
+    import nbformat
+    from myst_nb.core.config import NbParserConfig
+    from myst_nb.core.execute.cache import NotebookClientCache
+
+    from courseware import book as editions
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("raise SystemExit('executed')")])
+    page = tmp_path / "page.ipynb"
+    nbformat.write(notebook, page)
+    config = NbParserConfig(execution_mode="cache", execution_cache_path=str(tmp_path / "cache"))
+    original = NotebookClientCache.start_client
+    with editions.execute_nothing():
+        client = NotebookClientCache(notebook, page, config, logging.getLogger("test"))
+        with pytest.raises(editions.ExecutionRefused, match="page.ipynb: its executed copy is not in"):
+            client.start_client()
+    assert NotebookClientCache.start_client is original
+
+
 # ---------------------------------------------------------------------------------- the build
 
 
 @dataclass
 class Build:
     out: Path  # the --path-output folder
-    html: Path  # out/_build/html
+    html: Path  # out/_build/html (the Chinese edition in its zh/)
     returncode: int
     log: str
     seconds: float
+    zh_returncode: int = -1
+    zh_log: str = ""
+    zh_seconds: float = 0.0
+    zh_cpu_seconds: float = 0.0
+    #: the jupyter-cache's records (id, hash, time of execution) after the English build, and after the Chinese one
+    cache_before: list = None
+    cache_after: list = None
 
 
 def _cache_key() -> str:
@@ -194,6 +240,15 @@ def _jupyter_book() -> str:
     return str(exe) if exe.is_file() else (shutil.which("jupyter-book") or "jupyter-book")
 
 
+def cache_records(jcache: Path) -> list:
+    """``[id, hash of the notebook's code, when it was executed]`` of each executed page."""
+    from jupyter_cache import get_cache
+
+    if not jcache.is_dir():
+        return []
+    return sorted([r.pk, r.hashkey, r.created.isoformat()] for r in get_cache(str(jcache)).list_cache_records())
+
+
 def _run_build(out: Path) -> Build:
     cache_root = REPO / "_build" / ".test_book_cache"
     cache = cache_root / _cache_key()
@@ -208,6 +263,14 @@ def _run_build(out: Path) -> Build:
         cmd, cwd=REPO, capture_output=True, text=True, timeout=3600, env=env
     )
     seconds = time.monotonic() - start
+    before = cache_records(jcache)
+    zh_cmd = [sys.executable, "-m", "courseware", "book-zh", "--path-output", str(out), "-W", "--keep-going"]
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    zh = subprocess.run(zh_cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
+    zh_seconds = time.monotonic() - start
+    after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    zh_cpu = after_cpu.ru_utime + after_cpu.ru_stime - cpu.ru_utime - cpu.ru_stime
     if jcache.is_dir():  # keep the executed pages for the next run (only this key's)
         tmp = cache_root / f".{cache.name}.{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -216,7 +279,8 @@ def _run_build(out: Path) -> Build:
             if old != tmp and not old.name.startswith("."):
                 shutil.rmtree(old, ignore_errors=True)
         tmp.rename(cache)
-    return Build(out, out / "_build" / "html", proc.returncode, proc.stdout + proc.stderr, seconds)
+    return Build(out, out / "_build" / "html", proc.returncode, proc.stdout + proc.stderr, seconds,
+                 zh.returncode, zh.stdout + zh.stderr, zh_seconds, zh_cpu, before, cache_records(jcache))
 
 
 @pytest.fixture(scope="session")
@@ -232,14 +296,13 @@ def book(tmp_path_factory) -> Build:
     with FileLock(str(shared / "book.lock")):
         if record.is_file():
             data = json.loads(record.read_text())
-            return Build(out, Path(data["html"]), data["returncode"], data["log"], data["seconds"])
+            return Build(out, **{**data, "html": Path(data["html"])})
         shutil.rmtree(out, ignore_errors=True)
         build = _run_build(out)
-        record.write_text(json.dumps({
-            "html": str(build.html), "returncode": build.returncode,
-            "log": build.log, "seconds": build.seconds,
-        }))
-    print(f"\nbook built in {build.seconds:.0f} s into {build.html}")
+        record.write_text(json.dumps({k: str(v) if isinstance(v, Path) else v
+                                      for k, v in vars(build).items() if k != "out"}))
+    print(f"\nbook built in {build.seconds:.0f} s into {build.html}; its Chinese edition in "
+          f"{build.zh_seconds:.0f} s ({build.zh_cpu_seconds:.0f} CPU seconds)")
     return build
 
 
@@ -251,8 +314,26 @@ def html(book) -> Path:
 
 
 def _html_files(html: Path) -> list[Path]:
-    """The pages of the build (not the theme's template fragments in _static)."""
-    return sorted(p for p in html.rglob("*.html") if p.relative_to(html).parts[0] not in ("_static", "_sources"))
+    """The pages of the build, both editions (not the theme's template fragments in _static)."""
+    return sorted(p for p in html.rglob("*.html") if not {"_static", "_sources"} & set(p.relative_to(html).parts))
+
+
+START_TAG = re.compile(r"<([a-zA-Z][\w-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
+ATTRIBUTE = re.compile(r"([^\s=/>\"']+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+)))?")
+SCRIPT_OR_COMMENT = re.compile(r"(<script\b[^>]*>).*?(</script>)|<!--.*?-->", re.S | re.I)
+
+
+def start_tags(path: Path, names: set[str]) -> list[tuple[str, dict[str, str]]]:
+    """``(name, attributes)`` of the page's start tags named ``names``, in order (script bodies
+    and comments skipped): what these checks need of a page, many times faster than parsing it."""
+    raw = SCRIPT_OR_COMMENT.sub(lambda m: (m.group(1) or "") + (m.group(2) or ""), path.read_text(errors="replace"))
+    found = []
+    for match in START_TAG.finditer(raw):
+        if match.group(1).lower() in names:
+            attrs = {a.group(1).lower(): html_lib.unescape(next((v for v in a.groups()[1:] if v is not None), ""))
+                     for a in ATTRIBUTE.finditer(match.group(2))}
+            found.append((match.group(1).lower(), attrs))
+    return found
 
 
 def _soup(path: Path):
@@ -261,16 +342,48 @@ def _soup(path: Path):
     return BeautifulSoup(path.read_text(errors="replace"), "html.parser")
 
 
-@pytest.mark.slow
-def test_book_builds_without_warnings(book):
-    warnings = [
-        line for line in book.log.splitlines()
+def _warnings(log: str) -> list[str]:
+    return [
+        line for line in log.splitlines()
         if re.search(r"\bWARNING\b|\bERROR\b|Traceback|Exception occurred", line)
         and "Kernel is running over TCP" not in line  # the kernel's own chatter, not Sphinx's
     ]
+
+
+@pytest.mark.slow
+def test_book_builds_without_warnings(book):
+    warnings = _warnings(book.log)
     assert book.returncode == 0 and not warnings, (
         f"`jupyter-book build . -W` failed (exit status {book.returncode}); warnings:\n"
         + "\n".join(warnings[:40]) + f"\n--- end of the log ---\n{book.log[-3000:]}"
+    )
+
+
+@pytest.mark.slow
+def test_chinese_book_builds_without_warnings(book):
+    warnings = _warnings(book.zh_log)
+    assert book.zh_returncode == 0 and not warnings, (
+        f"`python -m courseware book-zh` (-W) failed (exit status {book.zh_returncode}); warnings:\n"
+        + "\n".join(warnings[:40]) + f"\n--- end of the log ---\n{book.zh_log[-3000:]}"
+    )
+
+
+@pytest.mark.slow
+def test_chinese_build_executes_nothing(book):
+    """Every page the English build executed (or found in its cache), the Chinese build takes
+    from the cache as it is: myst-nb says so for each, executes none, and the cache holds the
+    same records, executed at the same times, as after the English build."""
+    english = re.findall(r"Executing notebook|Using cached notebook", book.log)
+    assert english, "the English build executed no page: nothing to reuse"
+    assert "Executing notebook" not in book.zh_log and "Executed notebook" not in book.zh_log, (
+        "the Chinese build executed a page:\n" + book.zh_log[-3000:]
+    )
+    reused = book.zh_log.count("Using cached notebook")
+    assert reused == len(english), (
+        f"the English build ran {len(english)} pages' code, the Chinese build took {reused} from the cache"
+    )
+    assert book.cache_before and book.cache_after == book.cache_before, (
+        f"the Chinese build changed the jupyter-cache: {book.cache_before} -> {book.cache_after}"
     )
 
 
@@ -279,8 +392,9 @@ def test_book_builds_without_warnings(book):
 
 #: URLs in JavaScript that name something but are never fetched (checked by the browser
 #: test, which records every request): XML namespaces, licence headers, a console message,
-#: and in MathJax's speech engine the CDN defaults that MathJax replaces with its own local
-#: copy (``window.SREfeature``), plus fallbacks only Internet Explorer takes.
+#: in MathJax's speech engine the CDN defaults that MathJax replaces with its own local
+#: copy (``window.SREfeature``), plus fallbacks only Internet Explorer takes, and the link in
+#: Sphinx's translated footer ("由 Sphinx 创建"). Paths are those of either edition's root.
 JS_URL_ALLOWED = (
     ("", "http://www.w3.org/"),
     ("_static/mathjax/", "http://exslt.org/"),  # an XSLT namespace
@@ -292,6 +406,7 @@ JS_URL_ALLOWED = (
     ("_static/mathjax/", "https://cdn.jsdelivr.net/npm/sre-mathmaps-ie@"),
     ("_static/mathjax/", "https://cdn.jsdelivr.net/npm/wicked-good-xpath@"),
     ("_static/scripts/pydata-sphinx-theme.js", "https://pydata-sphinx-theme.readthedocs.io/"),
+    ("_static/translations.js", "https://www.sphinx-doc.org/"),
 )
 REMOTE_URL = re.compile(r"""(?:https?:)?//[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2,}[^\s"'`)<>]*""")
 LOADING_RELS = {
@@ -354,7 +469,8 @@ def remote_urls_in_js(text: str, relpath: str) -> list[str]:
             # "//" also starts JavaScript comments: only "//host.tld/" followed by a path counts.
             if not re.match(r"//[a-z0-9.-]+\.(com|net|org|io|dev|app|co|me|js)/", url, re.I):
                 continue
-        if any(relpath.startswith(prefix) and url.startswith(allowed)
+        in_edition = relpath.removeprefix(f"{ZH}/")
+        if any(in_edition.startswith(prefix) and url.startswith(allowed)
                for prefix, allowed in JS_URL_ALLOWED):
             continue
         found.append(url)
@@ -452,14 +568,17 @@ def private_lines() -> dict[str, str]:
     return lines
 
 
+TAG = re.compile(r"<[^>]*>")
+
+
 def _texts_of(path: Path) -> list[str]:
     """The ways a line of code can appear in a built file, whitespace-normalised."""
     raw = path.read_text(errors="replace")
     texts = [_norm(raw)]
     if path.suffix == ".html":
-        from bs4 import BeautifulSoup
-
-        texts.append(_norm(BeautifulSoup(raw, "html.parser").get_text("")))
+        # the page's text: every tag dropped (highlighted code is a tag per token), entities
+        # decoded; scripts' text stays in, which can only show more
+        texts.append(_norm(html_lib.unescape(TAG.sub("", raw))))
     elif path.suffix == ".ipynb":
         try:
             texts.append(_norm(_notebook_text(path)))
@@ -470,15 +589,21 @@ def _texts_of(path: Path) -> list[str]:
     return texts
 
 
+WORD = re.compile(r"\w+")
+
+
 def leaks(root: Path, lines: dict[str, str]) -> list[str]:
     found = []
+    # A text holding a line holds the words inside it (its first and last may be glued to what
+    # precedes or follows it): a set lookup rules most texts out before the slow substring search.
+    inner = {line: set(WORD.findall(line)[1:-1]) for line in lines}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if not path.is_file() or path.suffix not in TEXT_SUFFIXES or rel.startswith("_static/mathjax/"):
+        if not path.is_file() or path.suffix not in TEXT_SUFFIXES or "_static/mathjax/" in rel:
             continue
-        texts = _texts_of(path)
+        texts = [(text, set(WORD.findall(text))) for text in _texts_of(path)]
         for line, origin in lines.items():
-            if any(line in text for text in texts):
+            if any(inner[line] <= words and line in text for text, words in texts):
                 found.append(f"{rel} shows {line!r} (from {origin})")
     return found
 
@@ -526,6 +651,10 @@ def test_private_folders_and_sources_stay_out(html):
         assert (sources / notebook.relative_to(REPO)).read_bytes() == notebook.read_bytes(), (
             f"the download of {doc} differs from {notebook.relative_to(REPO)}"
         )
+    # the Chinese edition's _sources: the same files, the exercise pages' Chinese notebooks
+    zh_sources = html / ZH / "_sources"
+    copied = sorted(p.relative_to(zh_sources).as_posix() for p in zh_sources.rglob("*") if p.is_file())
+    assert copied == expected, f"_build/html/zh/_sources holds {copied}, expected {expected}"
 
 
 # ---------------------------------------------------------------------------- pages
@@ -557,7 +686,7 @@ def test_every_image_is_a_real_local_picture(html):
 
     checked = 0
     for page in _html_files(html):
-        for img in _soup(page).find_all("img"):
+        for _, img in start_tags(page, {"img"}):
             src = img.get("src", "")
             if src.startswith("data:"):
                 continue
@@ -578,16 +707,15 @@ def test_every_image_is_a_real_local_picture(html):
 @pytest.mark.slow
 def test_local_links_and_assets_resolve(html):
     broken = []
+    attribute = {"a": "href", "link": "href", "script": "src", "img": "src"}
     for page in _html_files(html):
-        soup = _soup(page)
-        for tag, attr in (("a", "href"), ("link", "href"), ("script", "src"), ("img", "src")):
-            for el in soup.find_all(tag):
-                url = el.get(attr)
-                if not url or url.startswith(("#", "mailto:", "javascript:", "data:")):
-                    continue
-                target = _local_target(page, url, html)
-                if target is not None and not target.exists():
-                    broken.append(f"{page.relative_to(html)}: <{tag} {attr}={url}>")
+        for tag, attrs in start_tags(page, set(attribute)):
+            url = attrs.get(attribute[tag])
+            if not url or url.startswith(("#", "mailto:", "javascript:", "data:")):
+                continue
+            target = _local_target(page, url, html)
+            if target is not None and not target.exists():
+                broken.append(f"{page.relative_to(html)}: <{tag} {attribute[tag]}={url}>")
     assert not broken, "links to files the build lacks:\n" + "\n".join(broken[:40])
 
 
@@ -615,6 +743,96 @@ def test_exercise_page_offers_the_notebook_unexecuted(html, doc):
     assert any(h.split("#")[0].endswith(PurePosixPath(doc).name + ".html") for h in hrefs), (
         f"{chapter}: no link to its exercise page {doc}"
     )
+
+
+# ------------------------------------------------------------------------- the Chinese edition
+
+
+def _lang(page: Path) -> str | None:
+    """The ``lang`` of a page's ``<html>`` element."""
+    found = re.search(r"<html\b[^>]*\slang=\"([^\"]*)\"", page.read_text(errors="replace"))
+    return found.group(1) if found else None
+
+
+def _switches(page: Path) -> list:
+    """The language switches of a page (only they are parsed: a whole page is slow to parse)."""
+    from bs4 import BeautifulSoup
+
+    tags = re.findall(r"<a\b[^>]*\bbtn-language-switch\b[^>]*>.*?</a>", page.read_text(errors="replace"), re.S)
+    return [BeautifulSoup(tag, "html.parser").a for tag in tags]
+
+
+@pytest.mark.slow
+def test_every_page_exists_in_both_languages(html):
+    for doc in page_docs():
+        for rel, lang in ((doc, "en"), (f"{ZH}/{doc}", "zh-CN")):
+            page = html / f"{rel}.html"
+            assert page.is_file(), f"no page {rel}.html"
+            assert _lang(page) == lang, f"{rel}.html: <html lang={_lang(page)}>, not {lang}"
+    # the Chinese edition's front door leads to its first page
+    redirect = _soup(html / ZH / "index.html").select_one("meta[http-equiv=Refresh]")
+    target = redirect["content"].partition("url=")[2]
+    assert _local_target(html / ZH / "index.html", target, html) == (html / ZH / f"{toc()['root']}.html").resolve()
+
+
+@pytest.mark.slow
+def test_language_switch_leads_to_the_same_page_in_the_other_language(html):
+    """One switch on every page of both editions, a relative link (offline, under any baseurl)
+    to the same page in the other language, whose <html lang> it names."""
+    pages = [p for p in _html_files(html) if p.name != "index.html" or p.parent not in (html, html / ZH)]
+    assert len(pages) >= 2 * len(page_docs()), f"found {len(pages)} pages"
+    for page in pages:
+        rel = page.relative_to(html).as_posix()
+        in_zh = rel.startswith(f"{ZH}/")
+        counterpart = html / (rel.removeprefix(f"{ZH}/") if in_zh else f"{ZH}/{rel}")
+        links = _switches(page)
+        assert len(links) == 1, f"{rel}: {len(links)} language switches"
+        href = links[0]["href"]
+        assert not urlsplit(href).scheme and not href.startswith("/"), f"{rel}: the switch's {href} is not relative"
+        assert _local_target(page, href, html) == counterpart.resolve(), f"{rel}: the switch leads to {href}"
+        lang = "en" if in_zh else "zh-CN"
+        assert links[0].get("hreflang") == lang == _lang(counterpart), f"{rel}: {links[0]}"
+        assert links[0].get_text(strip=True) == ("English" if in_zh else "中文"), f"{rel}: {links[0]}"
+
+
+def _first_heading(notebook: Path) -> str:
+    """The text of a notebook's first ``# `` heading, without its Markdown marks."""
+    for cell in json.loads(notebook.read_text())["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for line in source.splitlines() if cell["cell_type"] == "markdown" else []:
+            if line.startswith("# "):
+                return _norm(re.sub(r"[*_`]", "", line[2:]))
+    raise AssertionError(f"{notebook}: no heading")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", exercise_docs())
+def test_chinese_exercise_page_shows_and_offers_the_chinese_notebook(html, doc):
+    from courseware import book as editions
+    from courseware import learner_package
+
+    notebook = REPO / editions.exercise_notebook(doc, "zh_CN")
+    assert notebook.is_file(), f"no Chinese notebook {notebook.relative_to(REPO)} (make release)"
+    page = html / ZH / f"{doc}.html"
+    soup = _soup(page)
+    # the page is the Chinese notebook, shown as released
+    title = soup.select_one("article h1")
+    for mark in title.select("a.headerlink"):
+        mark.decompose()
+    assert _first_heading(notebook) in _norm(title.get_text(" ")), f"{doc}: the page's title {title.get_text()!r}"
+    assert not soup.select(".cell_output"), f"zh/{doc}: the exercise notebook was executed"
+    # its download is the Chinese notebook
+    source = html / ZH / "_sources" / f"{doc}.ipynb"
+    assert source.read_bytes() == notebook.read_bytes(), f"zh/{doc}: the download is not {notebook.relative_to(REPO)}"
+    links = [a["href"] for a in soup.select("a.btn-download-source-button")]
+    assert [_local_target(page, href, html) for href in links] == [source.resolve()], f"zh/{doc}: downloads {links}"
+    # the same chapter wheel as the English page: the English edition's copy
+    wheel = html / learner_package.WHEELS_DIR / learner_package.wheel_name(PurePosixPath(doc).parts[1])
+    links = [a["href"] for a in soup.select("a.btn-download-wheel-button")]
+    assert [_local_target(page, href, html) for href in links] == [wheel.resolve()] and wheel.is_file(), (
+        f"zh/{doc}: wheel links {links}"
+    )
+    assert not (html / ZH / learner_package.WHEELS_DIR).exists(), "the Chinese edition copies the wheels"
 
 
 # --------------------------------------------------------------------------- in a browser
@@ -645,6 +863,7 @@ def _require_chromium() -> None:
 
 @pytest.fixture(scope="session")
 def visits(html, book) -> dict:
+    """The English pages, each in a Chromium of its own (the Chinese ones: ``chinese_reading``)."""
     _require_chromium()
     shots = book.out / "screenshots"
     result = {}
@@ -656,13 +875,23 @@ def visits(html, book) -> dict:
     return result
 
 
+def _visit(request, doc: str) -> browser.PageVisit:
+    """The visit of an English page, or a Chinese page as the one Chromium of ``chinese_reading`` read it."""
+    if not doc.startswith(f"{ZH}/"):
+        return request.getfixturevalue("visits")[doc]
+    reading = request.getfixturevalue("chinese_reading")
+    seen = reading["pages"][doc]
+    return browser.PageVisit(seen["requests"][0], dom=seen["dom"], screenshot=Path(seen["screenshot"]),
+                             requests=seen["requests"] + reading["remote"])
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("doc", page_docs())
-def test_page_renders_offline_in_a_browser(visits, html, doc):
+@pytest.mark.parametrize("doc", page_docs() + zh_docs())
+def test_page_renders_offline_in_a_browser(request, html, doc):
     from bs4 import BeautifulSoup
     from PIL import Image
 
-    visit = visits[doc]
+    visit = _visit(request, doc)
     # 1. nothing but the loopback server was asked for anything
     assert not visit.remote_requests(), f"{doc} requested {visit.remote_requests()}"
     # 2. the screenshot is a page, not a blank or an error screen
@@ -689,7 +918,7 @@ def test_page_renders_offline_in_a_browser(visits, html, doc):
     raw = sorted({m.group(0) for m in UNRENDERED_TEX.finditer(text)})
     assert not raw, f"{doc}: raw TeX in the rendered page: {raw[:10]}"
     # 4. an exercise page's download button saves the notebook (book/_static/exercise-download.js)
-    if doc in exercise_docs():
+    if english_doc(doc) in exercise_docs():
         links = dom.select("a.btn-download-source-button[download]")
         assert [a["download"] for a in links] == [PurePosixPath(doc).name + ".ipynb"], (
             f"{doc}: the download button does not save the notebook"
@@ -702,6 +931,150 @@ def test_page_renders_offline_in_a_browser(visits, html, doc):
             assert any(PurePosixPath(urlsplit(u).path).name == name for u in visit.requests), (
                 f"{doc}: the browser did not load {src}"
             )
+
+
+# One Chromium, driven over its DevTools protocol (tests/cdp.py), reads every Chinese page as a
+# reader does, the book served under a sub-path as under a baseurl (/course/): one browser for all
+# of them (a Chromium per page, as for the English pages, would double the browser's time). Of each
+# page it keeps what an English visit gives (the DOM once MathJax, the fonts and the pictures are
+# done, a screenshot, the page's requests: test_page_renders_offline_in_a_browser checks them all)
+# and whether a Chinese character is drawn as a tofu box, whether the page is wider than the
+# window; then it clicks the language switch of a few pages, and reads the front page in a
+# phone-wide window.
+
+#: Waits for the page to settle, then draws each Chinese character of the page as the article's
+#: text is drawn and compares it with a code point no font has (U+0378, unassigned): the same
+#: pixels are a tofu box. The controls prove the comparison works: another unassigned code point
+#: matches, a Latin letter does not.
+READ_PAGE = r"""(async () => {
+  await document.fonts.ready;
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await Promise.all([...document.images].map(img => img.complete ? null : new Promise(done => {
+    img.addEventListener("load", done); img.addEventListener("error", done); })));
+  const article = document.querySelector("article") || document.body;
+  const style = getComputedStyle(article.querySelector("p") || article);
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 64;
+  const ctx = canvas.getContext("2d", {willReadFrequently: true});
+  const draw = ch => {
+    ctx.clearRect(0, 0, 64, 64);
+    ctx.font = `${style.fontSize} ${style.fontFamily}`;
+    ctx.fillText(ch, 4, 44);
+    return ctx.getImageData(0, 0, 64, 64).data;
+  };
+  const same = (a, b) => a.every((v, i) => v === b[i]);
+  const missing = draw("\u0378");
+  const text = document.title + " " + document.body.innerText;
+  const chars = [...new Set(text.match(/[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]/g) || [])];
+  const root = document.documentElement;
+  const header = document.querySelector(".bd-header-article");
+  const end = document.querySelector(".header-article-items__end");
+  return {
+    chars: chars.length,
+    tofu: chars.filter(ch => same(draw(ch), missing)),
+    controls: same(draw("\u0379"), missing) && !same(draw("A"), missing),
+    overflow: root.scrollWidth - root.clientWidth,
+    header_overflow: header && end ? end.getBoundingClientRect().right - header.getBoundingClientRect().right : 0,
+    lang: root.lang,
+    requests: [location.href, ...performance.getEntriesByType("resource").map(e => e.name)],
+  };
+})()"""
+
+
+def _switch_pages() -> list[str]:
+    """The pages whose language switch the browser clicks: the front page, a chapter, an exercise."""
+    return [toc()["root"], chapter_docs()[0], exercise_docs()[0]]
+
+
+def _settle(page, expression: str, what: str, timeout: float = 120) -> None:
+    """Wait until ``expression`` is true in the page, through a navigation (while one document
+    gives way to the next, evaluating fails)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if page.evaluate(expression):
+                return
+        except RuntimeError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def chinese_reading(html, book) -> dict:
+    """``pages``: ``{zh/<doc>: what READ_PAGE found, with its "dom" and "screenshot"}`` (and
+    ``{doc}@420``, the front page of each edition in a phone-wide window); ``switched``: ``{page: (path, lang)}``
+    after clicking its switch; ``remote``: what any of them asked of another site."""
+    _require_chromium()
+    import cdp
+
+    served = book.out / "served"
+    served.mkdir(exist_ok=True)
+    if not (served / "course").exists():
+        (served / "course").symlink_to(html, target_is_directory=True)
+    shots = book.out / "screenshots"
+    netlog = book.out / "chinese-netlog.json"
+    pages, switched = {}, {}
+    with browser.serve(served) as base:
+        with cdp.chromium_page(width=1280, height=2000, extra_args=(f"--log-net-log={netlog}",)) as page:
+            def read(doc: str) -> dict:
+                url = f"{base}/course/{doc}.html"
+                page.goto(url)
+                _settle(page, f"location.href === {json.dumps(url)} && document.readyState === 'complete'",
+                        f"{doc} to load")
+                return page.evaluate(READ_PAGE)
+
+            for doc in zh_docs():
+                pages[doc] = read(doc)
+                pages[doc]["dom"] = page.evaluate("document.documentElement.outerHTML")
+                pages[doc]["screenshot"] = str(page.screenshot(shots / (doc.replace("/", "__") + ".png")))
+            for doc, lang in [(f"{ZH}/{d}", "en") for d in _switch_pages()] + [(d, "zh-CN") for d in _switch_pages()]:
+                read(doc)
+                page.click("a.btn-language-switch")
+                opened = f"document.documentElement.lang === {json.dumps(lang)} && document.readyState === 'complete'"
+                _settle(page, opened, f"the switch of {doc} to open a {lang} page")
+                switched[doc] = (page.evaluate("location.pathname"), page.evaluate("document.documentElement.lang"))
+            page.call("Emulation.setDeviceMetricsOverride", width=420, height=900, deviceScaleFactor=1, mobile=True)
+            for narrow in (f"{ZH}/{toc()['root']}", toc()["root"]):
+                pages[f"{narrow}@420"] = read(narrow)
+                page.screenshot(shots / (narrow.replace("/", "__") + "@420.png"))
+        remote = [u for u in browser._page_requests(netlog, base) if browser._is_remote(u)]
+    print(f"\nscreenshots of the Chinese book: {shots}")
+    return {"pages": pages, "switched": switched, "remote": remote}
+
+
+@pytest.mark.slow
+def test_chinese_pages_show_no_tofu_and_fit_the_window(chinese_reading):
+    """At the English tests' width no Chinese page is wider than the window; in a phone-wide one
+    the Chinese front page is no wider than the English one (whose widest formula, already there
+    in English, sets it) and the header with its language switch fits."""
+    pages = dict(chinese_reading["pages"])
+    english_narrow = pages.pop(f"{toc()['root']}@420")
+    problems = []
+    for doc, seen in pages.items():
+        assert seen["controls"], f"{doc}: the tofu probe cannot tell a missing glyph from a drawn one: {seen}"
+        if seen["lang"] != "zh-CN":
+            problems.append(f"{doc}: <html lang={seen['lang']}>")
+        if not seen["chars"]:
+            problems.append(f"{doc}: no Chinese character on the page")
+        if seen["tofu"]:
+            problems.append(f"{doc}: drawn as tofu boxes (no font has them): {''.join(seen['tofu'][:40])}")
+        allowed = english_narrow["overflow"] if doc.endswith("@420") else 0
+        if seen["overflow"] > allowed:
+            problems.append(f"{doc}: the page is {seen['overflow']} px wider than the window"
+                            + (f" (the English one {allowed} px)" if allowed else ""))
+        if seen["header_overflow"] > 1:
+            problems.append(f"{doc}: the header's buttons stick out {seen['header_overflow']:.0f} px")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_language_switch_works_in_a_browser(chinese_reading):
+    switched = chinese_reading["switched"]
+    for doc in _switch_pages():
+        assert switched[f"{ZH}/{doc}"] == (f"/course/{doc}.html", "en"), switched
+        assert switched[doc] == (f"/course/{ZH}/{doc}.html", "zh-CN"), switched
 
 
 # ------------------------------------------------------------------- the architecture pictures
@@ -851,7 +1224,8 @@ def _launch_buttons(soup) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def launch_book(tmp_path_factory) -> Path:
     """The book's exercise pages (and chapter 1's page, unexecuted) built with ``HOME`` in a
-    copy of _config.yml: a second, small build (``--config``/``--toc`` of temporary files)."""
+    copy of _config.yml: a second, small build (``--config``/``--toc`` of temporary files), in
+    both languages."""
     out = tmp_path_factory.mktemp("launch_book")
     config = yaml.safe_load((REPO / "_config.yml").read_text())
     config["repository"]["url"] = HOME["repository"]
@@ -879,13 +1253,41 @@ def launch_book(tmp_path_factory) -> Path:
     return html
 
 
+@pytest.fixture(scope="module")
+def launch_book_zh(launch_book) -> Path:
+    """``launch_book`` with its Chinese edition, built as ``make book`` builds it, in its ``zh/``."""
+    build = launch_book.parent.parent  # <out>/build/_build/html; the configuration in <out>
+    proc = subprocess.run(
+        [sys.executable, "-m", "courseware", "book-zh", "--config", str(build.parent / "_config.yml"),
+         "--toc", str(build.parent / "_toc.yml"), "--path-output", str(build)],
+        cwd=REPO, capture_output=True, text=True, timeout=1800,
+    )
+    assert proc.returncode == 0 and (launch_book / ZH / "index.html").is_file(), (proc.stdout + proc.stderr)[-5000:]
+    return launch_book
+
+
+def _editions() -> list[tuple[str, str]]:
+    """``(folder of the edition in the built book, language)``."""
+    return [("", "en"), (f"{ZH}/", "zh_CN")]
+
+
+def _launch_book(request, folder: str) -> Path:
+    return request.getfixturevalue("launch_book_zh" if folder else "launch_book")
+
+
 @pytest.mark.slow
-def test_launch_buttons_open_each_exercise_notebook(launch_book):
+@pytest.mark.parametrize("folder, language", _editions())
+def test_launch_buttons_open_each_exercise_notebook(request, folder, language):
+    """An exercise page's launch buttons open its notebook, the Chinese one in the Chinese edition."""
+    from courseware import book as editions
+
+    launch_book = _launch_book(request, folder)
+
     org_repo = HOME["repository"].removeprefix("https://github.com/")
     for doc in exercise_docs():
-        buttons = _launch_buttons(_soup(launch_book / f"{doc}.html"))
-        assert sorted(buttons) == ["Binder", "Colab", "JupyterHub"], f"{doc}: launch buttons {buttons}"
-        notebook = f"{doc}.ipynb"
+        buttons = _launch_buttons(_soup(launch_book / f"{folder}{doc}.html"))
+        assert sorted(buttons) == ["Binder", "Colab", "JupyterHub"], f"{folder}{doc}: launch buttons {buttons}"
+        notebook = editions.exercise_notebook(doc, language)
         assert buttons["Colab"] == f"https://colab.research.google.com/github/{org_repo}/blob/{HOME['branch']}/{notebook}"
         assert buttons["Binder"] == (
             f"https://mybinder.org/v2/gh/{org_repo}/{HOME['branch']}?urlpath=lab/tree/{notebook}"
@@ -896,26 +1298,33 @@ def test_launch_buttons_open_each_exercise_notebook(launch_book):
         assert unquote(query["repo"]) == HOME["repository"] and query["branch"] == HOME["branch"]
         assert unquote(query["urlpath"]) == f"lab/tree/{org_repo.split('/')[1]}/{notebook}"
         # the repository holds the file each link opens
-        assert (REPO / notebook).is_file()
+        assert (REPO / notebook).is_file(), f"{folder}{doc}: its launch buttons open {notebook}, which does not exist"
         # links to other sites, never loads from them: the page stays offline
-        assert not remote_loads_in_html((launch_book / f"{doc}.html").read_text()), doc
+        assert not remote_loads_in_html((launch_book / f"{folder}{doc}.html").read_text()), doc
+        # the published page's canonical address is its own edition's
+        canonical = [attrs["href"] for _, attrs in start_tags(launch_book / f"{folder}{doc}.html", {"link"})
+                     if attrs.get("rel") == "canonical"]
+        assert canonical == [f"{HOME['book']}{folder}{doc}.html"], f"{folder}{doc}: canonical {canonical}"
     # a chapter page is markdown, which Colab cannot open: no launch buttons there
-    assert _launch_buttons(_soup(launch_book / f"{chapter_docs()[0]}.html")) == {}
+    assert _launch_buttons(_soup(launch_book / f"{folder}{chapter_docs()[0]}.html")) == {}
 
 
 @pytest.mark.slow
-def test_exercise_page_offers_the_chapters_package(launch_book):
+@pytest.mark.parametrize("folder, language", _editions())
+def test_exercise_page_offers_the_chapters_package(request, folder, language):
+    """Both editions offer the same wheel: the English edition's copy."""
     from courseware import learner_package
 
+    launch_book = _launch_book(request, folder)
+
     for doc in exercise_docs():
-        page = launch_book / f"{doc}.html"
+        page = launch_book / f"{folder}{doc}.html"
         assignment = PurePosixPath(doc).parts[1]
         links = [a["href"] for a in _soup(page).select("a.btn-download-wheel-button")]
-        assert len(links) == 1, f"{doc}: wheel download links {links}"
+        assert len(links) == 1, f"{folder}{doc}: wheel download links {links}"
         target = _local_target(page, links[0], launch_book)
-        assert target is not None and target.name == learner_package.wheel_name(assignment) and target.is_file(), (
-            f"{doc}: the wheel link {links[0]} leads nowhere"
-        )
+        wheel = launch_book / learner_package.WHEELS_DIR / learner_package.wheel_name(assignment)
+        assert target == wheel.resolve() and wheel.is_file(), f"{folder}{doc}: the wheel link {links[0]} -> {target}"
 
 
 @pytest.mark.slow

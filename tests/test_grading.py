@@ -4,6 +4,7 @@ gets one clear line and a non-zero exit."""
 
 from __future__ import annotations
 
+import collections
 import csv
 import html
 import json
@@ -15,10 +16,11 @@ import sys
 import pytest
 
 from autograder import course, scan
-from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, visible_part
+from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, NBGRADER_WORDS, visible_part
 
 import browser
 import delegation
+import languages
 import notebook_tools as nbt
 
 pytestmark = pytest.mark.xdist_group("grading")
@@ -34,14 +36,16 @@ def _grade_cli(*args, cwd=nbt.ROOT):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Per assignment, graded once through `make grade`: the solution, the blank notebook,
-    three submissions that delegate every exercise to the course's solution, and a submission
+    three submissions that delegate every exercise to the course's solution, a submission
     whose exercises with a forbidden list each call one of its entries, by the routes in turn,
-    while every other answer is the solution (tests/delegation.py)."""
+    while every other answer is the solution (tests/delegation.py), and the Chinese submissions of
+    a mixed-language class with their English twins (tests/languages.py)."""
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
     nbt.lay_out_solution_and_blank(subs, course.assignments())
     delegation.lay_out_delegations(subs, course.assignments())
     delegation.lay_out_shortcuts(subs)
+    languages.lay_out_mixed_class(subs, course.assignments())
     done = subprocess.run(
         ["make", "--no-print-directory", "grade", f"SUBMISSIONS={subs}", f"OUT={out}"],
         cwd=nbt.ROOT, capture_output=True, text=True,
@@ -56,7 +60,8 @@ def test_grades_csv_full_marks_and_zero(graded):
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
     seen = {(r["student_id"], r["assignment"]): r for r in rows}
     assert len(seen) == len(rows) == ((2 + len(delegation.STYLES)) * len(course.assignments())
-                                      + len(delegation.shortcut_assignments()))
+                                      + len(delegation.shortcut_assignments())
+                                      + sum(map(len, languages.twins(course.assignments()).values())))
     for assignment in course.assignments():
         full, blank = seen["solution", assignment], seen["blank", assignment]
         assert float(full["max_score"]) > 0
@@ -242,3 +247,81 @@ def test_feedback_math_is_typeset_offline_and_where_the_page_goes_alone(graded, 
         alone = browser.visit(f"{base}/{page.name}", budget_ms=10000)
     asked = alone.remote_requests()
     assert len(asked) == 1 and "mathjax" in asked[0].lower(), asked
+
+
+# ----------------------------------------------------------------------------- a class in two languages
+
+
+def _report(graded) -> dict[tuple[str, str], dict]:
+    return {(r["student_id"], r["assignment"]): r for r in json.loads((graded / "report.json").read_text())}
+
+
+def _has_chinese(text: str) -> bool:
+    return re.search(r"[\u4e00-\u9fff]", text) is not None
+
+
+@pytest.mark.slow
+def test_the_same_code_earns_the_same_points_in_both_languages(graded):
+    """Each Chinese submission scores what its English twin (the same code) scores, test by test,
+    and a notebook whose metadata names no language of the course is graded as English."""
+    report = _report(graded)
+    compared = 0
+    for assignment, students in languages.twins(course.assignments()).items():
+        for student, twin in students.items():
+            ours, theirs = report[student, assignment], report[twin, assignment]
+            assert ours["status"] == theirs["status"] == "graded", (student, assignment)
+            assert [(t["test"], t["points"]) for t in ours["tests"]] == [(t["test"], t["points"]) for t in theirs["tests"]], (
+                f"{student} and {twin} score differently on {assignment}")
+            assert ours["language"] == (languages.ZH if student.endswith("_zh") else "en"), (student, ours["language"])
+            compared += 1
+    wrong = [t for (student, _), r in report.items() if student == "wrong_en" for t in r["tests"]]
+    assert wrong and not all(t["passed"] for t in wrong) and any(t["passed"] for t in wrong), (
+        "the wrong implementations should fail some tests and leave others")
+    assert compared == sum(map(len, languages.twins(course.assignments()).values()))
+
+
+@pytest.mark.slow
+def test_a_chinese_submission_is_told_in_chinese(graded):
+    """The tests' messages of a Chinese submission (the checks' words, the tests' own, the mistakes
+    they name) are Chinese where its English twin's are English; its feedback page is Chinese,
+    with nbgrader's words translated and no hidden test shown."""
+    report = _report(graded)
+    for assignment, students in languages.twins(course.assignments()).items():
+        if "wrong_zh" not in students:
+            continue
+        zh, en = report["wrong_zh", assignment], report["wrong_en", assignment]
+        checked = [(a["error"], b["error"]) for a, b in zip(zh["tests"], en["tests"])
+                   if b["error"] and b["error"].startswith("AssertionError")]
+        assert checked, f"{assignment}: no test failed a check"
+        for chinese, english in checked:
+            assert _has_chinese(chinese) and not _has_chinese(english), (chinese, english)
+    for assignment, students in languages.twins(course.assignments()).items():
+        hidden = _hidden_lines(assignment)
+        for student in (s for s in students if s.endswith("_zh")):
+            page = next((graded / "feedback" / student / assignment).glob("*.html")).read_text()
+            assert '<html lang="zh-CN">' in page and "得分" in page
+            if any((languages.ZH_NOTEBOOKS / assignment).glob("*.ipynb")):  # the prose the student read
+                assert _has_chinese(re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S).group(1)), f"{student}/{assignment}"
+            left = [w for w in NBGRADER_WORDS if w in page]
+            assert not left, f"{student}/{assignment}: nbgrader's words left in English: {left}"
+            words = html.unescape(re.sub(r"<[^>]+>", "", page))
+            assert not [line for line in hidden if line in words], f"{student}/{assignment} shows hidden test code"
+        assert "<html>" in next((graded / "feedback" / students.get("wrong_en", "blank") / assignment).glob("*.html")).read_text()
+
+
+@pytest.mark.slow
+def test_the_summary_counts_both_languages_together(graded):
+    """summary.html: one row per assignment over both languages, with how many came in each."""
+    page = (graded / "summary.html").read_text()
+    rows = list(csv.DictReader(open(graded / "grades.csv")))
+    report = _report(graded)
+    twins = languages.twins(course.assignments())
+    for assignment in course.assignments():
+        mine = [r for r in rows if r["assignment"] == assignment]
+        counted = collections.Counter(report[r["student_id"], assignment]["language"] for r in mine)
+        assert counted[languages.ZH] == sum(s.endswith("_zh") for s in twins[assignment]) >= 1, (assignment, counted)
+        assert counted["en"] >= 2, (assignment, counted)
+        row = re.search(rf'<tr><td><a href="#{assignment}">{assignment}</a></td>(.*?)</tr>', page).group(1)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+        assert cells[0] == str(len(mine)), (assignment, cells)
+        assert cells[1] == ", ".join(f"{lang} {n}" for lang, n in sorted(counted.items())), (assignment, cells)

@@ -18,9 +18,12 @@ LOOSE = ("tests", "book/_ext")
 # "P.*" is package P and everything in it; a plain name is that module alone.
 ALLOWED = {
     "attention_course": {"attention_course.*"},
-    # the trip-wires the student's process (autograder.runner, in the sandbox) shares with the learner's kernel
-    "autograder": {"autograder.*", "attention_course", "attention_course.shortcuts"},
-    "courseware": {"courseware.*", "autograder", "autograder.course", "autograder.chapter_view"},
+    # the trip-wires the student's process (autograder.runner, in the sandbox) shares with the learner's kernel,
+    # and the language of the messages (the judge speaks the submission's language as the learner's kernel does)
+    "autograder": {"autograder.*", "attention_course", "attention_course.shortcuts", "attention_course.i18n"},
+    # the catalogs: the package's words, and which strings of the tests are words (attention_course.i18n)
+    "courseware": {"courseware.*", "autograder", "autograder.course", "autograder.chapter_view",
+                   "autograder.catalogs", "attention_course", "attention_course.i18n"},
     "benchmarks": {"benchmarks.*", "attention_course.*", "autograder.*"},
 }
 

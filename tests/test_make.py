@@ -26,3 +26,13 @@ def test_test_installs_everything_the_suite_needs():
     commands = _dry_run("test")
     for package in ("bubblewrap", "postgresql", "chromium", "fonts-wqy-microhei"):
         assert package in commands, f"make test does not install {package}:\n{commands}"
+
+
+def test_book_builds_both_languages_and_translations_update_the_catalogs():
+    book = _dry_run("book").splitlines()
+    english = next(i for i, c in enumerate(book) if "jupyter-book build . -W --keep-going" in c)
+    chinese = next(i for i, c in enumerate(book) if "-m courseware book-zh -W --keep-going" in c)
+    assert english < chinese, "make book must build the English book first: the Chinese one reuses its cache"
+    translations = _dry_run("translations")
+    assert "-m courseware pot _build/gettext" in translations
+    assert "sphinx-intl update -p _build/gettext -l zh_CN -d locale" in translations

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 import notebook_tools as nbt
+from courseware import translations
 
 LONGEST_SHARE = 0.25  # the key may be the longest option in at most this share of the questions
 LONGEST_RATIO = 1.25  # and never more than this many times as long as the longest wrong option
@@ -171,6 +172,17 @@ def test_visible_test_accepts_exactly_the_options(questions):
 
 def test_no_key_is_given_away_by_length(questions):
     problems = giveaways(questions)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_key_is_given_away_by_length_in_chinese():
+    """The same rules for the Chinese notebooks, whose options are the catalogs' translations (read
+    from the translated source notebook of each complete catalog, where the hidden test names the key)."""
+    found = []
+    for chapter in nbt.assignments():
+        if translations.status(chapter).complete:
+            found += questions_of(translations.translated_notebook(nbt.source_notebook(chapter)), f"{chapter} (zh_CN)")
+    problems = giveaways(found)
     assert not problems, "\n".join(problems)
 
 

@@ -11,7 +11,8 @@ and the chapter's course package beside the notebook's download.
   (``_static/wheels/attention_course-<version>+chNN-py3-none-any.whl``): the notebook's first
   cell installs it from the published book, or from the notebook's folder. The wheels are
   built at the end of the build from what each chapter's learner may have
-  (:mod:`courseware.learner_package`).
+  (:mod:`courseware.learner_package`). A translated edition (``book/_ext/editions.py``) links to
+  the English edition's wheels, the ones the notebook's first cell installs, and writes none.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from sphinx.application import Sphinx
+from sphinx.locale import get_translation
 from sphinx.util import logging
 
-from courseware import learner_package
+from courseware import book, learner_package
 
 logger = logging.getLogger(__name__)
+_ = get_translation(book.UI_DOMAIN)  # the words a page shows: locale/<language>/LC_MESSAGES/book_ui.po
 
 EXERCISES = "notebooks"  # exercise pages: notebooks/<assignment>/<name>
 
@@ -47,20 +50,23 @@ def _buttons(app: Sphinx, pagename: str, templatename: str, context: dict, doctr
     if assignment is None:
         buttons[:] = [b for b in buttons if b.get("label") != "launch-buttons"]
         return
+    # the English edition's copy, from the root of this page's edition
+    wheel = "/".join([learner_package.WHEELS_DIR, learner_package.wheel_name(assignment)])
+    wheel = book.to_site_root(app.config.language) + wheel
     for group in buttons:
         if group.get("label") == "download-buttons":
             group["buttons"].insert(1, {
                 "type": "link",
-                "url": context["pathto"](f"{learner_package.WHEELS_DIR}/{learner_package.wheel_name(assignment)}", 1),
+                "url": context["pathto"](wheel, 1),
                 "text": ".whl",
                 "icon": "fas fa-box",
-                "tooltip": "Download this chapter's course package (the notebook's first cell installs it)",
+                "tooltip": _("Download this chapter's course package (the notebook's first cell installs it)"),
                 "label": "download-wheel-button",
             })
 
 
 def _write_wheels(app: Sphinx, exception) -> None:
-    if exception is not None or app.builder.format != "html":
+    if exception is not None or app.builder.format != "html" or book.to_site_root(app.config.language):
         return
     assignments = sorted({a for a in map(_assignment, app.env.found_docs) if a})
     dest = Path(app.outdir) / learner_package.WHEELS_DIR

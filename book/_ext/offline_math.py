@@ -9,7 +9,8 @@ It does three things:
    and the folders MathJax may load on demand (the context menu, the accessibility
    explorer and its speech maps, the other renderer a reader can pick in the menu) into
    ``_build/html/_static/mathjax/``, and sets ``mathjax_path`` so that every page with
-   math loads that local copy instead of the CDN that Sphinx uses by default.
+   math loads that local copy instead of the CDN that Sphinx uses by default (a build
+   published inside another, ``offline_math_shared_root``, loads the other's copy).
 2. **No thebe.**  Jupyter Book always loads ``sphinx_thebe``, which writes
    ``https://unpkg.com/thebe@...`` into every page (fetched only on a click, but still a
    remote script) and a Binder configuration.  The book has no live kernels, so this
@@ -65,8 +66,12 @@ def mathjax_root() -> Path:
 
 
 def _set_mathjax_path(app: Sphinx, config) -> None:
-    # A path without "://" is taken relative to the build's _static folder.
-    config.mathjax_path = f"{MATHJAX_DIR}/{MATHJAX_ENTRY}"
+    # A path without "://" is taken relative to the build's _static folder. A build published
+    # inside another one (the Chinese edition in the English one's zh/: book/_ext/editions.py)
+    # loads the other build's copy, `offline_math_shared_root` (its root, from this one's) away.
+    shared = config.offline_math_shared_root
+    prefix = f"../{shared}_static/" if shared else ""
+    config.mathjax_path = f"{prefix}{MATHJAX_DIR}/{MATHJAX_ENTRY}"
     mj = dict(config.mathjax3_config or {})
     # One shared glyph cache per page rather than one per equation: smaller pages.
     mj.setdefault("svg", {}).setdefault("fontCache", "global")
@@ -129,7 +134,7 @@ def _copy_tree(src: Path, dst: Path) -> None:
 
 
 def _copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None or app.builder.format != "html":
+    if exception is not None or app.builder.format != "html" or app.config.offline_math_shared_root:
         return
     root = mathjax_root()
     dest = Path(app.outdir) / "_static" / MATHJAX_DIR
@@ -151,6 +156,7 @@ def setup(app: Sphinx) -> dict:
             f"offline_math: expected MathJax {MATHJAX_VERSION} from django-static-mathjax, "
             f"found {version.group(1) if version else 'an unknown version'} in {root.parent}"
         )
+    app.add_config_value("offline_math_shared_root", "", "html", [str])
     app.connect("config-inited", _set_mathjax_path)
     _unplug_thebe(app)
     # After sphinx.ext.mathjax (priority 500) has added its scripts to the page.

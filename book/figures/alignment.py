@@ -7,6 +7,8 @@ weights show, next to the figure.
 
 import numpy as np
 
+from figures.i18n import _
+
 
 def _as_array(weights) -> np.ndarray:
     if hasattr(weights, "detach"):
@@ -140,12 +142,20 @@ def describe_fields(weights, sources, translations, at_least: float = 0.5) -> st
     result = field_alignment(weights, sources, translations)
     lines = []
     for field, (hits, total) in result["in_field"].items():
-        lines.append(f"{field:5s}: {hits} of {total} characters weigh most in the source's {field} field")
+        if field == "year":
+            lines.append(_("year : {hits} of {total} characters weigh most in the source's year field",
+                           hits=hits, total=total))
+        elif field == "month":
+            lines.append(_("month: {hits} of {total} characters weigh most in the source's month field",
+                           hits=hits, total=total))
+        else:
+            lines.append(_("day  : {hits} of {total} characters weigh most in the source's day field",
+                           hits=hits, total=total))
     if result["weekday_share"] is not None:
-        lines.append(f"weekday: {result['weekday_share']:.1%} of the weight (evenly spread: "
-                     f"{result['weekday_even']:.1%})")
-    hits = sum(h for h, _ in result["in_field"].values())
-    total = sum(t for _, t in result["in_field"].values())
+        lines.append(_("weekday: {share:.1%} of the weight (evenly spread: {even:.1%})",
+                       share=result["weekday_share"], even=result["weekday_even"]))
+    hits = sum(h for h, _total in result["in_field"].values())
+    total = sum(t for _hits, t in result["in_field"].values())
     assert total and hits >= at_least * total, (
         f"only {hits} of {total} date characters weigh most in their own source field: the page's "
         f"description of the alignment no longer holds")
@@ -166,12 +176,16 @@ def describe_alignment(weights, sources, translations) -> str:
         ends = _field_ends(source)
         cells = []
         for char, position, weight, agreeing in rows:
-            agree = f", {agreeing}/{heads} heads" if heads > 1 else ""
-            cells.append(f"{char}←{source[position]!r}@{position} ({weight:.2f}{agree})")
+            if heads > 1:
+                cells.append(_("{char}←{source!r}@{position} ({weight:.2f}, {agreeing}/{heads} heads)", char=char,
+                               source=source[position], position=position, weight=weight, agreeing=agreeing,
+                               heads=heads))
+            else:
+                cells.append(f"{char}←{source[position]!r}@{position} ({weight:.2f})")
             at_end += position in ends
             total += 1
         lines.append(f"{source!r} → {translation}")
         lines.append("    " + "  ".join(cells))
-    lines.append(f"{at_end} of {total} output characters weigh most the last character of a "
-                 f"source field (a run of digits or of letters)")
+    lines.append(_("{at_end} of {total} output characters weigh most the last character of a "
+                   "source field (a run of digits or of letters)", at_end=at_end, total=total))
     return "\n".join(lines)

@@ -16,12 +16,15 @@ from attention_course.reference.ch01 import (
     pairwise_sq_dists,
 )
 from attention_course.regression import RegressionData, make_regression_data
+from figures.i18n import _, padded
 
 #: the three kernels of the chapter, by the names ``nadaraya_watson`` takes
 KERNELS = {"gaussian": gaussian_kernel, "boxcar": boxcar_kernel, "epanechnikov": epanechnikov_kernel}
 
 
-_KERNEL_LABELS = {"gaussian": "Gaussian", "boxcar": "boxcar", "epanechnikov": "Epanechnikov"}
+def _kernel(name: str) -> str:
+    """A kernel's name as the figures write it."""
+    return {"gaussian": _("Gaussian"), "boxcar": _("boxcar"), "epanechnikov": _("Epanechnikov")}[name]
 
 
 def _legend_below(fig, ax) -> None:
@@ -34,9 +37,9 @@ def _legend_below(fig, ax) -> None:
 def _plot_estimate(ax, data: RegressionData, kernel: str, bandwidth: float) -> None:
     """Training points, the truth and one kernel's Nadaraya-Watson estimate on ``ax``."""
     estimate = nadaraya_watson(data.x_test, data.x_train, data.y_train, kernel=kernel, bandwidth=bandwidth)
-    ax.plot(data.x_train, data.y_train, "o", color="0.6", ms=3, label="training data")
-    ax.plot(data.x_test, data.y_test, "--", color="k", lw=1, label="truth")
-    ax.plot(data.x_test, estimate, color="C3", lw=1.8, label="estimate")
+    ax.plot(data.x_train, data.y_train, "o", color="0.6", ms=3, label=_("training data"))
+    ax.plot(data.x_test, data.y_test, "--", color="k", lw=1, label=_("truth"))
+    ax.plot(data.x_test, estimate, color="C3", lw=1.8, label=_("estimate"))
     ax.set_xlabel("x")
 
 
@@ -48,7 +51,7 @@ def plot_kernel_shapes(bandwidth: float = 1.0, radius: float = 3.0):
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.4), sharey=True)
     for ax, (name, fn) in zip(axes, KERNELS.items()):
         ax.plot(dist, fn(dist**2, bandwidth), color="C0")
-        ax.set_title(f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})")
+        ax.set_title(_("{kernel} (h = {h:g})", kernel=_kernel(name), h=bandwidth))
         ax.set_xlabel("q - k")
         ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     axes[0].set_ylabel("K(q, k)")
@@ -64,7 +67,7 @@ def plot_kernel_estimates(data: RegressionData | None = None, bandwidth: float =
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)
     for ax, name in zip(axes, KERNELS):
         _plot_estimate(ax, data, name, bandwidth)
-        ax.set_title(f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})")
+        ax.set_title(_("{kernel} (h = {h:g})", kernel=_kernel(name), h=bandwidth))
     axes[0].set_ylabel("y")
     _legend_below(fig, axes[0])
     return fig
@@ -79,9 +82,9 @@ def plot_attention_heatmaps(data: RegressionData | None = None, bandwidth: float
     maps = np.stack([attention_weights(fn(sq, bandwidth)) for fn in KERNELS.values()])
     return show_heatmaps(
         maps,
-        xlabel="training inputs (keys, sorted)",
-        ylabel="test inputs (queries)",
-        titles=[f"{_KERNEL_LABELS[name]} (h = {bandwidth:g})" for name in KERNELS],
+        xlabel=_("training inputs (keys, sorted)"),
+        ylabel=_("test inputs (queries)"),
+        titles=[_("{kernel} (h = {h:g})", kernel=_kernel(name), h=bandwidth) for name in KERNELS],
         figsize=(10.5, 3.2),
     )
 
@@ -98,10 +101,17 @@ def plot_bandwidth_effect(
     fig, axes = plt.subplots(1, len(bandwidths), figsize=(3.4 * len(bandwidths), 3), sharey=True)
     for ax, h in zip(np.atleast_1d(axes), bandwidths):
         _plot_estimate(ax, data, kernel, h)
-        ax.set_title(f"{_KERNEL_LABELS[kernel]}, h = {h:g}")
+        ax.set_title(_("{kernel}, h = {h:g}", kernel=_kernel(kernel), h=h))
     np.atleast_1d(axes)[0].set_ylabel("y")
     _legend_below(fig, np.atleast_1d(axes)[0])
     return fig
+
+
+def far_query(scores, kernel_values, weights) -> str:
+    """The page's printout for a query far from every key: its scores, their exponentials (the
+    kernel values) and their softmax, one labelled line each."""
+    return "\n".join(f"{padded(label, 22)} {values}" for label, values in (
+        (_("scores:"), scores), (_("kernel values:"), kernel_values), (_("softmax of the scores:"), weights)))
 
 
 def plot_loo_curve(data: RegressionData | None = None, bandwidths: Sequence[float] | None = None):
@@ -124,7 +134,7 @@ def plot_loo_curve(data: RegressionData | None = None, bandwidths: Sequence[floa
         # little above the noise variance 0.25 (the error of the true function)
         assert 0 < j < len(bandwidths) - 1 and errors[j] < 0.8 * min(errors[0], errors[-1]), (name, errors)
         assert 0.25 < errors[j] < 0.35, (name, errors[j])
-        ax.plot(bandwidths, errors, color=f"C{i}", label=f"{_KERNEL_LABELS[name]} (best h = {bandwidths[j]:.2g})")
+        ax.plot(bandwidths, errors, color=f"C{i}", label=_("{kernel} (best h = {h:.2g})", kernel=_kernel(name), h=bandwidths[j]))
         ax.plot(bandwidths[j], errors[j], "o", color=f"C{i}")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -132,8 +142,8 @@ def plot_loo_curve(data: RegressionData | None = None, bandwidths: Sequence[floa
         axis.set_major_locator(FixedLocator(ticks))
         axis.set_major_formatter(FormatStrFormatter("%g"))
         axis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("bandwidth h")
-    ax.set_ylabel("leave-one-out MSE")
+    ax.set_xlabel(_("bandwidth h"))
+    ax.set_ylabel(_("leave-one-out MSE"))
     ax.legend(loc="upper center", fontsize=8)
     fig.tight_layout()
     return fig, best

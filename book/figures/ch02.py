@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from attention_course.reference.ch02 import dot_product_scores, lengths_to_mask, masked_softmax, score_std
+from figures.i18n import _
 
 
 def softmax_saturation(
@@ -40,15 +41,15 @@ def plot_score_std(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), num_samples: in
     # the page says the points sit on the theory; 10 000 samples give about 1 % of sampling error
     assert np.allclose(raw, np.sqrt(dims), rtol=0.05) and np.allclose(scaled, 1.0, rtol=0.05), (raw, scaled)
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
-    ax.plot(dims, np.sqrt(dims), color="0.6", linestyle="--", label=r"theory $\sqrt{d}$")
-    ax.plot(dims, raw, "o-", label=r"measured std of $q\cdot k$")
-    ax.plot(dims, np.ones_like(dims, dtype=float), color="0.6", linestyle=":", label="theory 1")
-    ax.plot(dims, scaled, "s-", label=r"measured std of $q\cdot k/\sqrt{d}$")
+    ax.plot(dims, np.sqrt(dims), color="0.6", linestyle="--", label=_(r"theory $\sqrt{{d}}$"))
+    ax.plot(dims, raw, "o-", label=_(r"measured std of $q\cdot k$"))
+    ax.plot(dims, np.ones_like(dims, dtype=float), color="0.6", linestyle=":", label=_("theory 1"))
+    ax.plot(dims, scaled, "s-", label=_(r"measured std of $q\cdot k/\sqrt{{d}}$"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set_xlabel("width d of queries and keys")
-    ax.set_ylabel("standard deviation of the score")
-    ax.set_title(f"{num_samples} random pairs q, k ~ N(0, I) per point")
+    ax.set_xlabel(_("width d of queries and keys"))
+    ax.set_ylabel(_("standard deviation of the score"))
+    ax.set_title(_("{n} random pairs q, k ~ N(0, I) per point", n=num_samples))
     ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
@@ -67,18 +68,18 @@ def plot_softmax_saturation(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), num_ke
     assert (np.diff(raw[:, 0]) > 0).all() and raw[-1, 0] > 0.9, raw[:, 0]
     assert np.ptp(scaled[:, 0]) < 0.1, scaled[:, 0]
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.4))
-    for ax, column, label in ((left, 0, "mean largest weight"), (right, 1, "mean entropy (nats)")):
-        ax.plot(dims, raw[:, column], "o-", label=r"$q\cdot k$ (unscaled)")
+    for ax, column, label in ((left, 0, _("mean largest weight")), (right, 1, _("mean entropy (nats)"))):
+        ax.plot(dims, raw[:, column], "o-", label=_(r"$q\cdot k$ (unscaled)"))
         ax.plot(dims, scaled[:, column], "s-", label=r"$q\cdot k/\sqrt{d}$")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("width d")
+        ax.set_xlabel(_("width d"))
         ax.set_ylabel(label)
-    left.axhline(1.0, color="0.6", linestyle="--", label="one-hot")
-    left.axhline(1.0 / num_keys, color="0.6", linestyle=":", label="uniform")
-    right.axhline(math.log(num_keys), color="0.6", linestyle=":", label="uniform")
-    right.axhline(0.0, color="0.6", linestyle="--", label="one-hot")
+    left.axhline(1.0, color="0.6", linestyle="--", label=_("one-hot"))
+    left.axhline(1.0 / num_keys, color="0.6", linestyle=":", label=_("uniform"))
+    right.axhline(math.log(num_keys), color="0.6", linestyle=":", label=_("uniform"))
+    right.axhline(0.0, color="0.6", linestyle="--", label=_("one-hot"))
     left.legend(fontsize="small")
-    fig.suptitle(f"softmax over {num_keys} random keys")
+    fig.suptitle(_("softmax over {n} random keys", n=num_keys))
     fig.tight_layout()
     return fig
 
@@ -94,7 +95,8 @@ def plot_masked_weights(valid_lens=(3, 6, 0, 8), num_queries: int = 4, num_keys:
     weights = masked_softmax(scores, lengths_to_mask(lens, num_keys))
     return show_heatmaps(
         weights[None],
-        titles=[f"valid length {int(n)}" for n in lens],
+        titles=[_("valid length {n}", n=int(n)) for n in lens],
+        xlabel=_("keys"), ylabel=_("queries"),
         figsize=(2.6 * len(valid_lens) + 0.8, 2.6),
     )
 
@@ -115,8 +117,8 @@ def column_form_check(n: int = 3, m: int = 4, d: int = 5, seed: int = 0) -> dict
     scores = dot_product_scores(Q_col.T, K_col.T)
     weights = torch.softmax(scores, dim=-1)  # softmax along each row
     return {
-        "A (column form)": tuple(A.shape),
-        "Q K^T (row form)": tuple(scores.shape),
-        "A equals (Q K^T)^T": bool(torch.allclose(A, scores.T)),
-        "column softmax of A equals (row softmax of Q K^T)^T": bool(torch.allclose(A_prime, weights.T)),
+        _("A (column form)"): tuple(A.shape),
+        _("Q K^T (row form)"): tuple(scores.shape),
+        _("A equals (Q K^T)^T"): bool(torch.allclose(A, scores.T)),
+        _("column softmax of A equals (row softmax of Q K^T)^T"): bool(torch.allclose(A_prime, weights.T)),
     }

@@ -11,6 +11,7 @@ from torch import nn
 from attention_course.reference.ch02 import masked_softmax
 from attention_course.reference.ch04 import MultiHeadAttention, merge_heads, mha_param_count, split_heads
 from attention_course.twins import to_torch_multihead
+from figures.i18n import _, padded
 
 
 def plot_split_heads(T: int = 3, D: int = 6, num_heads: int = 2):
@@ -44,11 +45,11 @@ def plot_split_heads(T: int = 3, D: int = 6, num_heads: int = 2):
     widths = [D] + [d] * num_heads
     fig, axes = plt.subplots(1, num_heads + 1, figsize=(1.0 + 0.55 * (D + D + num_heads), 0.55 * T + 1.1),
                              gridspec_kw={"width_ratios": widths})
-    colour = [[to_rgba(palette[(c // d) % len(palette)], 0.45) for c in range(D)] for _ in range(T)]
+    colour = [[to_rgba(palette[(c // d) % len(palette)], 0.45) for c in range(D)] for _row in range(T)]
     draw(axes[0], X[0].numpy(), colour, f"X: (T, D) = ({T}, {D})")
     for i in range(num_heads):
-        colour = [[to_rgba(palette[i % len(palette)], 0.45)] * d for _ in range(T)]
-        draw(axes[i + 1], heads[i].numpy(), colour, f"head {i}: (T, d) = ({T}, {d})")
+        colour = [[to_rgba(palette[i % len(palette)], 0.45)] * d for _row in range(T)]
+        draw(axes[i + 1], heads[i].numpy(), colour, _("head {i}: (T, d) = ({T}, {d})", i=i, T=T, d=d))
     fig.suptitle(f"split_heads(X, {num_heads}): (1, {T}, {D}) -> (1, {num_heads}, {T}, {d})", fontsize=11)
     fig.tight_layout()
     return fig
@@ -109,11 +110,30 @@ def plot_toy_heads(sentence=TOY_SENTENCE, sharpness: float = 8.0):
     labels = [f"{w} {t}" for t, w in enumerate(example["sentence"])]
     return show_heatmaps(
         maps[None],
-        titles=["head 0: previous token", "head 1: same word", "mean of the two heads"],
+        titles=[_("head 0: previous token"), _("head 1: same word"), _("mean of the two heads")],
+        xlabel=_("keys"), ylabel=_("queries"),
         xticklabels=labels,
         yticklabels=labels,
         figsize=(12.0, 4.2),
     )
+
+
+def split_merge_summary(X: torch.Tensor, heads: torch.Tensor, merged: torch.Tensor) -> str:
+    """The page's printout of :func:`split_heads` on ``X`` ``(B, T, D)``: the heads' shape and head 1
+    of sequence 0, then whether merging them gives ``X`` back."""
+    return "\n".join([
+        _("split: {shape} | head 1 of sequence 0: {head}", shape=tuple(heads.shape), head=heads[0, 1].tolist()),
+        _("merge(split(X)) == X: {same}", same=torch.equal(merged, X)),
+    ])
+
+
+def head_count_text(d_model: int = 512, heads=(1, 2, 4, 8, 16)) -> str:
+    """:func:`head_count_table` as the page prints it, one row per number of heads."""
+    heads_h = padded(_("heads h"), 8, ">")
+    lines = [f"{heads_h} {'d_head':>7} {'4D^2 + 4D':>10} {'nn.MultiheadAttention':>22}"]
+    for h, d_head, formula, counted in head_count_table(d_model, heads):
+        lines.append(f"{h:>8} {d_head:>7} {formula:>10,} {counted:>22,}")
+    return "\n".join(lines)
 
 
 def head_count_table(d_model: int = 512, heads=(1, 2, 4, 8, 16)) -> list[tuple[int, int, int, int]]:
@@ -141,8 +161,8 @@ def torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4) -> dic
         out = ours(queries, keys, values, mask)
         expected, weights = twin(queries, keys, values, attn_mask=~mask, average_attn_weights=False)
     result = {
-        "largest |output difference|": float((out - expected).abs().max()),
-        "largest |weight difference|": float((ours.attention_weights - weights).abs().max()),
+        _("largest |output difference|"): float((out - expected).abs().max()),
+        _("largest |weight difference|"): float((ours.attention_weights - weights).abs().max()),
     }
     assert max(result.values()) < 1e-12, f"the layers no longer agree to float64 rounding: {result}"
     return result

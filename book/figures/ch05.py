@@ -11,7 +11,9 @@ from torch import nn
 
 from attention_course.device import best_device
 from attention_course.reference.ch02 import scaled_dot_product_attention
-from attention_course.reference.ch05 import image_to_patches, relative_shift_matrix, sinusoidal_positional_encoding
+from attention_course.reference.ch05 import (image_to_patches, layer_costs, relative_shift_matrix,
+                                              sinusoidal_positional_encoding)
+from figures.i18n import _, padded
 
 
 def permutation_check(n: int = 6, d: int = 8, seed: int = 1) -> dict[str, float]:
@@ -21,7 +23,7 @@ def permutation_check(n: int = 6, d: int = 8, seed: int = 1) -> dict[str, float]
 
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(n, d, generator=generator, dtype=torch.float64)
-    W_q, W_k, W_v = (torch.randn(d, d, generator=generator, dtype=torch.float64) / math.sqrt(d) for _ in range(3))
+    W_q, W_k, W_v = (torch.randn(d, d, generator=generator, dtype=torch.float64) / math.sqrt(d) for _matrix in range(3))
     perm = torch.randperm(n, generator=generator)
     P = sinusoidal_positional_encoding(n, d).double()
 
@@ -29,8 +31,9 @@ def permutation_check(n: int = 6, d: int = 8, seed: int = 1) -> dict[str, float]
         return scaled_dot_product_attention(Z @ W_q, Z @ W_k, Z @ W_v)[0]
 
     result = {
-        "without positions: max |Y(X[perm]) - Y(X)[perm]|": float((self_attention(X[perm]) - self_attention(X)[perm]).abs().max()),
-        "with positions:    max |Y(X[perm] + P) - Y(X + P)[perm]|": float(
+        _("without positions: max |Y(X[perm]) - Y(X)[perm]|"): float(
+            (self_attention(X[perm]) - self_attention(X)[perm]).abs().max()),
+        _("with positions:    max |Y(X[perm] + P) - Y(X + P)[perm]|"): float(
             (self_attention(X[perm] + P) - self_attention(X + P)[perm]).abs().max()
         ),
     }
@@ -47,9 +50,9 @@ def plot_encoding_heatmap(max_len: int = 60, d_model: int = 64):
     P = sinusoidal_positional_encoding(max_len, d_model).numpy()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     image = ax.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-    ax.set_xlabel("encoding dimension (column of P)")
-    ax.set_ylabel("position t (row of P)")
-    ax.set_title(f"sinusoidal positional encoding, d_model = {d_model}")
+    ax.set_xlabel(_("encoding dimension (column of P)"))
+    ax.set_ylabel(_("position t (row of P)"))
+    ax.set_title(_("sinusoidal positional encoding, d_model = {d_model}", d_model=d_model))
     fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
     return fig
@@ -63,10 +66,10 @@ def plot_encoding_columns(columns=(6, 7, 8, 9), max_len: int = 60, d_model: int 
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     for col in columns:
         kind = "sin" if col % 2 == 0 else "cos"
-        ax.plot(np.arange(max_len), P[:, col], label=f"column {col} ({kind}, j = {col // 2})")
-    ax.set_xlabel("position t")
+        ax.plot(np.arange(max_len), P[:, col], label=_("column {col} ({kind}, j = {j})", col=col, kind=kind, j=col // 2))
+    ax.set_xlabel(_("position t"))
     ax.set_ylabel("P[t, column]")
-    ax.set_title(f"four columns of P (d_model = {d_model})")
+    ax.set_title(_("four columns of P (d_model = {d_model})", d_model=d_model))
     ax.legend(fontsize="small", loc="lower left")
     fig.tight_layout()
     return fig
@@ -83,14 +86,14 @@ def plot_barcode(num_positions: int = 16, num_bits: int = 4, d_model: int = 16):
         1, 2, figsize=(8.0, 4.0), gridspec_kw={"width_ratios": [num_bits, d_model]}
     )
     left.imshow(bits, cmap="Greys", aspect="auto", vmin=0, vmax=1)
-    left.set_title("binary code of t\n(bit 0 = lowest)")
-    left.set_xlabel("bit")
-    left.set_ylabel("position t")
+    left.set_title(_("binary code of t\n(bit 0 = lowest)"))
+    left.set_xlabel(_("bit"))
+    left.set_ylabel(_("position t"))
     left.set_xticks(range(num_bits))
     left.set_yticks(range(num_positions))
     image = right.imshow(P, cmap="RdBu_r", aspect="auto", vmin=-1, vmax=1)
-    right.set_title("row t of P: a continuous barcode")
-    right.set_xlabel("encoding dimension")
+    right.set_title(_("row t of P: a continuous barcode"))
+    right.set_xlabel(_("encoding dimension"))
     right.set_yticks(range(num_positions))
     fig.colorbar(image, ax=right, shrink=0.8)
     fig.tight_layout()
@@ -105,8 +108,8 @@ def plot_relative_shift(d_model: int = 64, max_len: int = 50):
     P = sinusoidal_positional_encoding(max_len, d_model)
     fig, ax = plt.subplots(figsize=(4.6, 3.9))
     image = ax.imshow((P @ P.T).numpy(), cmap="viridis", aspect="auto")
-    ax.set_xlabel("position s")
-    ax.set_ylabel("position t")
+    ax.set_xlabel(_("position s"))
+    ax.set_ylabel(_("position t"))
     ax.set_title(r"$P_t \cdot P_s$, d_model = " + str(d_model))
     fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
@@ -132,17 +135,30 @@ def plot_patches(size: int = 12, patch_size: int = 4):
         r, c = divmod(n, per_row)
         left.text(c * patch_size + patch_size / 2 - 0.5, r * patch_size + patch_size / 2 - 0.5, str(n),
                   ha="center", va="center", color="white", fontsize=12, fontweight="bold")
-    left.set_title(f"{size}x{size} image, {patch_size}x{patch_size} patches")
+    left.set_title(_("{size}x{size} image, {p}x{p} patches", size=size, p=patch_size))
     left.set_xticks([])
     left.set_yticks([])
     right.imshow(tokens.numpy(), cmap="magma", aspect="auto")
-    right.set_title(f"tokens: ({tokens.shape[0]}, C*p*p = {tokens.shape[1]})")
-    right.set_ylabel("token n (patch)")
-    right.set_xlabel("feature: channel R | channel G | channel B, each p*p row by row")
+    right.set_title(_("tokens: ({n}, C*p*p = {width})", n=tokens.shape[0], width=tokens.shape[1]))
+    right.set_ylabel(_("token n (patch)"))
+    right.set_xlabel(_("feature: channel R | channel G | channel B, each p*p row by row"))
     for c in range(1, 3):
         right.axvline(c * patch_size * patch_size - 0.5, color="white", linewidth=1)
     fig.tight_layout()
     return fig
+
+
+def cost_table(sizes=((50, 512), (4096, 512)), k: int = 3) -> str:
+    """The leading terms of :func:`layer_costs` for each ``(n, d)`` of ``sizes`` next to the full
+    counts of multiply-adds: self-attention with its projections, ``4 n d^2 + 2 n^2 d``; a plain
+    RNN, ``2 n d^2``; a GRU, ``6 n d^2``."""
+    table, attention = padded(_("table: n^2 d"), 13, ">"), padded(_("attention 4nd^2 + 2n^2 d"), 25, ">")
+    lines = [f"{'n':>5} {'d':>4} {table} {'n d^2':>9} {attention} {'RNN 2nd^2':>10} {'GRU 6nd^2':>10}"]
+    for n, d in sizes:
+        leading = layer_costs(n, d, k=k)
+        lines.append(f"{n:>5} {d:>4} {leading['self_attention'][0]:>13.3g} {leading['rnn'][0]:>9.3g} "
+                     f"{4 * n * d * d + 2 * n * n * d:>25.3g} {2 * n * d * d:>10.3g} {6 * n * d * d:>10.3g}")
+    return "\n".join(lines)
 
 
 def time_self_attention_vs_gru(
@@ -169,7 +185,7 @@ def time_self_attention_vs_gru(
 
     def best_time(fn, X):
         timings = []
-        for _ in range(repeats + 1):  # the first call warms up
+        for _repeat in range(repeats + 1):  # the first call warms up
             if device.type == "cuda":
                 torch.cuda.synchronize()
             start = time.perf_counter()
@@ -194,6 +210,30 @@ def time_self_attention_vs_gru(
     return result
 
 
+def describe_timing(timings: dict) -> str:
+    """Words for :func:`time_self_attention_vs_gru`'s measurement, computed from it: how fast each
+    layer's time grows over the last three lengths (the slope of a line fitted to log time against
+    log n), which layer is faster at each length, and between which lengths that changes."""
+    n = np.array(timings["n"], dtype=float)
+    ratio = np.array(timings["self_attention"]) / np.array(timings["gru"])
+    lines = []
+    for name in ("self_attention", "gru"):
+        slope = np.polyfit(np.log(n[-3:]), np.log(timings[name][-3:]), 1)[0]
+        lines.append(f"{name:15s} " + _("time grows like n^{slope:.2f} over n = {first:.0f} to {last:.0f}",
+                                         slope=slope, first=n[-3], last=n[-1]))
+    faster = [_("self-attention") if r < 1 else "GRU" for r in ratio]
+    lines.append(_("faster at each n: {lengths}", lengths=", ".join(f"{int(k)}: {f}" for k, f in zip(n, faster))))
+    changes = [_("{shorter} and {longer}", shorter=int(n[i]), longer=int(n[i + 1]))
+               for i in range(len(n) - 1) if faster[i] != faster[i + 1]]
+    if changes:
+        lines.append(_("on {device}, the faster layer changes between n = {lengths}", device=timings["device"],
+                       lengths="; ".join(changes)))
+    else:
+        lines.append(_("on {device}, the faster layer changes between n = never, in this range",
+                       device=timings["device"]))
+    return "\n".join(lines)
+
+
 def plot_timing(timings: dict | None = None, **kwargs):
     """Figure: the measured times of :func:`time_self_attention_vs_gru` against ``n``."""
     import matplotlib.pyplot as plt
@@ -201,14 +241,17 @@ def plot_timing(timings: dict | None = None, **kwargs):
     timings = timings or time_self_attention_vs_gru(**kwargs)
     n = np.asarray(timings["n"], dtype=float)
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
-    ax.plot(n, 1e3 * np.asarray(timings["self_attention"]), "o-", label="self-attention layer")
-    ax.plot(n, 1e3 * np.asarray(timings["gru"]), "s-", label="nn.GRU layer")
+    ax.plot(n, 1e3 * np.asarray(timings["self_attention"]), "o-", label=_("self-attention layer"))
+    ax.plot(n, 1e3 * np.asarray(timings["gru"]), "s-", label=_("nn.GRU layer"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("sequence length n")
-    ax.set_ylabel("forward pass (ms)")
-    where = timings["device"] + (" (one thread)" if timings["device"] == "cpu" else "")
-    ax.set_title(f"one sequence of width d = {timings['d']}, measured on {where}")
+    ax.set_xlabel(_("sequence length n"))
+    ax.set_ylabel(_("forward pass (ms)"))
+    if timings["device"] == "cpu":
+        title = _("one sequence of width d = {d}, measured on cpu (one thread)", d=timings["d"])
+    else:
+        title = _("one sequence of width d = {d}, measured on {device}", d=timings["d"], device=timings["device"])
+    ax.set_title(title)
     ax.legend(fontsize="small")
     fig.tight_layout()
     return fig

@@ -33,21 +33,32 @@ from attention_course.tagging import (
 )
 from attention_course.training import init_transformer_weights
 from attention_course.twins import to_torch_encoder_layer
+from figures.i18n import N_, _, padded
 
 __all__ = [
     "embedding_scales",
+    "describe_embedding_scales",
     "SwitchableEncoderBlock",
     "STACKS",
     "gradient_norms_by_depth",
+    "gradient_table",
     "plot_gradient_norms",
     "batch_dependence",
+    "describe_batch_dependence",
     "plot_batch_dependence",
     "parameter_counts",
+    "parameter_table",
     "torch_encoder_agreement",
+    "describe_agreement",
     "window_ceiling",
+    "describe_ceiling",
+    "MODEL_NAMES",
+    "describe_recipes",
     "train_duplicate_models",
+    "describe_runs",
     "plot_duplicate_training",
     "copy_attention_share",
+    "describe_copy_share",
     "plot_copy_attention",
     "describe_copy_attention",
 ]
@@ -96,10 +107,16 @@ def embedding_scales(d_model: int = 64, vocab_size: int = 26, max_len: int = 32,
     course = rms_scaled()
     P = sinusoidal_positional_encoding(max_len, d_model)
     return {
-        "sqrt(d) * embedding, PyTorch's N(0, 1) init": default,
-        "sqrt(d) * embedding, course's N(0, 1/d) init": course,
-        "positional encoding P": float(P.pow(2).mean().sqrt()),
+        _("sqrt(d) * embedding, PyTorch's N(0, 1) init"): default,
+        _("sqrt(d) * embedding, course's N(0, 1/d) init"): course,
+        _("positional encoding P"): float(P.pow(2).mean().sqrt()),
     }
+
+
+def describe_embedding_scales(scales: dict[str, float]) -> str:
+    """:func:`embedding_scales`' result as the page prints it."""
+    rms = _("root mean square of the entries")
+    return "\n".join(f"{padded(what, 46)} {rms} {value:5.2f}" for what, value in scales.items())
 
 
 # --------------------------------------------------------------------------------------
@@ -136,7 +153,7 @@ STACKS = (
     ("F(X)", False, False),
     ("X + F(X)", True, False),
     ("LN(F(X))", False, True),
-    ("LN(X + F(X))  (the course's block)", True, True),
+    (_("LN(X + F(X))  (the course's block)"), True, True),
 )
 
 
@@ -171,7 +188,7 @@ def gradient_norms_by_depth(num_layers: int = 12, d_model: int = 64, num_heads: 
     for label, residual, layer_norm in STACKS:
         torch.manual_seed(seed)
         blocks = nn.ModuleList(
-            SwitchableEncoderBlock(d_model, num_heads, d_ff, residual, layer_norm) for _ in range(num_layers)
+            SwitchableEncoderBlock(d_model, num_heads, d_ff, residual, layer_norm) for _repeat in range(num_layers)
         ).double()
         Y = X
         for block in blocks:
@@ -209,29 +226,42 @@ def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16
     (spread below ``rounding``) and their ``W_q, W_k`` stop getting a gradient; the stacks
     with it keep both.
     """
-    X, _ = _random_batch(batch_size, seq_len, d_model, seed)
-    lines = [f"token spread of the random input: {_token_spread(X):.2f}"]
+    X, _target = _random_batch(batch_size, seq_len, d_model, seed)
+    lines = [_("token spread of the random input: {spread:.2f}", spread=_token_spread(X))]
     facts = {}
-    for label, residual, _ in STACKS:
+    for label, residual, _layer_norm in STACKS:
         norms = np.array(result[label]["all"])
         orders = math.log10(norms[-1] / norms[0])
         spread = math.log10(norms.max() / norms.min())
         qk = np.array(result[label]["query_key"]) / norms
         dead = [b for b in range(len(qk)) if (qk[b:] < rounding).all()]
         facts[label] = (orders, spread, dead)
-        where = (f"|grad W_q, W_k| below {rounding:g} of the block's from block {dead[0] + 1} on "
-                 f"(largest {np.array(result[label]['query_key'])[dead[0]:].max():.0e})" if dead
-                 else "W_q, W_k get a gradient in every block")
-        lines += [label, f"    block {len(norms)} / block 1: {orders:.1f} orders of magnitude, "
-                         f"x{10 ** (orders / (len(norms) - 1)):.2g} per block",
+        where = (_("|grad W_q, W_k| below {rounding:g} of the block's from block {block} on (largest {largest:.0e})",
+                   rounding=rounding, block=dead[0] + 1,
+                   largest=np.array(result[label]["query_key"])[dead[0]:].max()) if dead
+                 else _("W_q, W_k get a gradient in every block"))
+        lines += [label, "    " + _("block {last} / block 1: {orders:.1f} orders of magnitude, x{factor:.2g} per block",
+                                    last=len(norms), orders=orders, factor=10 ** (orders / (len(norms) - 1))),
                   f"    {where}"]
         assert (result[label]["spread"] < rounding) == (not residual) and bool(dead) == (not residual), (
             f"{label}: the residual connection no longer decides whether the tokens stay apart")
-    (bare_orders, _, _), *others = facts.values()
+    (bare_orders, _spread, _dead), *others = facts.values()
     assert bare_orders > 6 and 10 ** (bare_orders / (len(norms) - 1)) > 10, (
         "the stack without residual connection or layer norm no longer loses a factor of ten per block")
-    assert all(spread < 1 for _, spread, _ in others), "a stack with a residual connection or a layer norm " \
+    assert all(spread < 1 for _orders, spread, _dead in others), "a stack with a residual connection or a layer norm " \
         "no longer keeps its gradients within one order of magnitude"
+    return "\n".join(lines)
+
+
+def gradient_table(result: dict, blocks=(1, 2, 3, 6, 12)) -> str:
+    """:func:`gradient_norms_by_depth`'s ``result`` as a table: per stack, the token spread of its
+    output and the gradient of ``W_q, W_k`` in ``blocks``."""
+    stack, spread = padded(_("stack"), 36), padded(_("token spread"), 12, ">")
+    grads = _("|grad W_q, W_k| in blocks {blocks}", blocks=", ".join(map(str, blocks)))
+    lines = [f"{stack} {spread}   {grads}"]
+    for label, row in result.items():
+        cells = "  ".join(f"{row['query_key'][b - 1]:8.1e}" for b in blocks)
+        lines.append(f"{padded(label, 36)} {row['spread']:12.2f}   {cells}")
     return "\n".join(lines)
 
 
@@ -243,17 +273,18 @@ def plot_gradient_norms(result: dict | None = None, **kwargs):
 
     result = result or gradient_norms_by_depth(**kwargs)
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.6), sharey=True)
-    panels = (("sub-layers alone", STACKS[:2]), ("with layer norm (post-norm)", STACKS[2:]))
+    panels = ((_("sub-layers alone"), STACKS[:2]), (_("with layer norm (post-norm)"), STACKS[2:]))
     for ax, (title, stacks) in zip(axes, panels):
-        for (label, residual, _), style in zip(stacks, ("s--", "o-")):
+        for (label, residual, _layer_norm), style in zip(stacks, ("s--", "o-")):
             norms = result[label]["all"]
             ax.plot(range(1, len(norms) + 1), norms, style, color="tab:blue" if residual else "tab:red",
-                    label=("with residual: " if residual else "no residual: ") + label)
+                    label=_("with residual: {stack}", stack=label) if residual
+                    else _("no residual: {stack}", stack=label))
         ax.set_yscale("log")
-        ax.set_xlabel("block (1 = next to the input)")
+        ax.set_xlabel(_("block (1 = next to the input)"))
         ax.set_title(title)
         ax.legend(fontsize="small", loc="lower right")
-    axes[0].set_ylabel("gradient norm of the block's parameters")
+    axes[0].set_ylabel(_("gradient norm of the block's parameters"))
     fig.tight_layout()
     return fig
 
@@ -308,7 +339,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
             X[row, : len(s)], mask[row, : len(s)] = s, True
         return X, mask
 
-    methods = ("batch norm, padding counted", "batch norm, real tokens only", "layer norm")
+    methods = (_("batch norm, padding counted"), _("batch norm, real tokens only"), _("layer norm"))
 
     def normalise(X: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
         # row 0 of every batch is the sentence; keep its real positions
@@ -318,7 +349,7 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
     sentence, companion = tokens(sentence_len), tokens(sentence_len)
     padding = [normalise(*padded_batch([sentence, companion], width)) for width in padded_lengths]
     companions = []
-    for _ in range(num_batches):
+    for _repeat in range(num_batches):
         lengths = torch.randint(1, max_other_len + 1, (batch_size - 1,), generator=generator).tolist()
         sentences = [sentence] + [tokens(n) for n in lengths]
         companions.append(normalise(*padded_batch(sentences, max(sentence_len, *lengths))))
@@ -338,6 +369,13 @@ def batch_dependence(sentence_len: int = 5, d: int = 8, padded_lengths=range(5, 
     return result
 
 
+def describe_batch_dependence(result: dict) -> str:
+    """:func:`batch_dependence`'s largest changes, one line per normalisation."""
+    return "\n".join(f"{padded(method, 30)} " + _("largest change of the sentence's normalised vectors over all batches: "
+                                           "{change:.2f}", change=change)
+                     for method, change in result["largest_change"].items())
+
+
 def plot_batch_dependence(result: dict | None = None, **kwargs):
     """Figure: the two experiments of :func:`batch_dependence` side by side."""
     import matplotlib.pyplot as plt
@@ -349,11 +387,11 @@ def plot_batch_dependence(result: dict | None = None, **kwargs):
         left.plot(result["padded_lengths"], result["padding"][method], color=color, label=method)
         right.plot(range(1, len(result["companions"][method]) + 1), result["companions"][method],
                    marker, color=color, label=method)
-    left.set_xlabel("padded length of the batch")
-    left.set_ylabel("normalised feature 0 of token 0")
-    left.set_title("same two sentences, more padding")
-    right.set_xlabel("batch (other sentences drawn at random)")
-    right.set_title("same sentence, other companions")
+    left.set_xlabel(_("padded length of the batch"))
+    left.set_ylabel(_("normalised feature 0 of token 0"))
+    left.set_title(_("same two sentences, more padding"))
+    right.set_xlabel(_("batch (other sentences drawn at random)"))
+    right.set_title(_("same sentence, other companions"))
     right.set_xticks(range(1, len(result["companions"][result["methods"][0]]) + 1, 2))
     left.legend(fontsize="small")
     fig.tight_layout()
@@ -385,6 +423,23 @@ def parameter_counts(configs=((512, 8, 2048), (64, 4, 128))) -> list[dict]:
             "block": count(block),
         })
     return rows
+
+
+def parameter_table(rows: list[dict]) -> str:
+    """:func:`parameter_counts`' rows as the page prints them."""
+    header = [padded(_("attention"), 10, ">"), padded(_("FFN"), 10, ">"), padded(_("formula"), 10, ">"),
+              padded(_("2 LNs"), 6, ">"), padded(_("block"), 10, ">")]
+    lines = [f"{'(d_model, h, d_ff)':>18} " + " ".join(header)]
+    for row in rows:
+        lines.append(f"{str(row['config']):>18} {row['attention']:>10,} {row['ffn']:>10,} {row['ffn_formula']:>10,} "
+                     f"{row['layer_norms']:>6,} {row['block']:>10,}")
+    return "\n".join(lines)
+
+
+def describe_agreement(differences: dict[str, float]) -> str:
+    """:func:`torch_encoder_agreement`'s result, one line per comparison."""
+    largest = _("max |difference|")
+    return "\n".join(f"{padded(what, 58)} {largest} {difference:.1e}" for what, difference in differences.items())
 
 
 def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 32, batch_size: int = 3,
@@ -419,9 +474,9 @@ def torch_encoder_agreement(d_model: int = 16, num_heads: int = 4, d_ff: int = 3
         theirs = twin(X, src_key_padding_mask=~real)  # PyTorch: True = padding
         masked = (ours - theirs)[real].abs().max()
     result = {
-        "LayerNorm vs nn.LayerNorm": float(layer_norm),
-        "EncoderBlock vs nn.TransformerEncoderLayer, no mask": float(unmasked),
-        "EncoderBlock vs nn.TransformerEncoderLayer, padding mask": float(masked),
+        _("LayerNorm vs nn.LayerNorm"): float(layer_norm),
+        _("EncoderBlock vs nn.TransformerEncoderLayer, no mask"): float(unmasked),
+        _("EncoderBlock vs nn.TransformerEncoderLayer, padding mask"): float(masked),
     }
     # the page calls these "rounding errors of float64"
     assert max(result.values()) < 1e-12, f"the blocks no longer agree to float64 rounding: {result}"
@@ -468,7 +523,7 @@ def window_ceiling(task: TaggingTask, window: int = 3) -> dict[str, float]:
         case = copy_in_window.long() * (window + 1) ** 2 + pattern
         return case[real], batch.labels[real], copy_in_window[real]
 
-    train_case, train_label, _ = cases(task.train)
+    train_case, train_label, _train_copy = cases(task.train)
     ones = torch.zeros(num_cases).index_add_(0, train_case, train_label.float())
     seen = torch.zeros(num_cases).index_add_(0, train_case, torch.ones(len(train_case)))
     majority = (2 * ones > seen).long()  # unseen cases answer 0
@@ -479,6 +534,39 @@ def window_ceiling(task: TaggingTask, window: int = 3) -> dict[str, float]:
         "always_no": float((test_label == 0).float().mean()),
         "ceiling": float((majority[test_case] == test_label).float().mean()),
     }
+
+
+def describe_ceiling(ceiling: dict[str, float]) -> str:
+    """:func:`window_ceiling`'s result as the page prints it."""
+    return "\n".join([
+        _("held-out letters with a copy among their 6 neighbours:   {share:.1%}", share=ceiling["copy_in_window"]),
+        _("  of the others, letters that still have a copy:         {share:.1%}", share=ceiling["duplicate_unseen"]),
+        _("accuracy of always answering 'no':                       {accuracy:.1%}", accuracy=ceiling["always_no"]),
+        _("ceiling of any window-3 model (held out):                {accuracy:.1%}", accuracy=ceiling["ceiling"]),
+    ])
+
+
+def describe_recipes(recipes: dict) -> str:
+    """One line per recipe (``{name: Recipe}``): what trains each of the page's models."""
+    return "\n".join(_("{name} recipe: {recipe}", name=_(name), recipe=str(recipe).replace("\n", "; "))
+                     for name, recipe in recipes.items())
+
+
+def describe_runs(runs: dict) -> str:
+    """One line per run of :func:`train_duplicate_models`: its steps, its time and its held-out
+    token accuracy."""
+    lines = []
+    for name, run in runs.items():
+        history = run["history"]
+        lines.append(padded(_(name), 8) + " " + _("{steps:5d} steps in {cpu:4.1f} s of CPU ({wall:.0f} s wall) on {device}: "
+                                          "held-out token accuracy {accuracy:.1%}", steps=history["steps_done"],
+                                          cpu=history["cpu_seconds"], wall=history["seconds"],
+                                          device=history["device"], accuracy=run["test_accuracy"]))
+    return "\n".join(lines)
+
+
+#: The names of chapter 6's two models, as the pages and :func:`train_duplicate_models` call them.
+MODEL_NAMES = (N_("encoder"), N_("window"))
 
 
 def train_duplicate_models(task: TaggingTask, seed: int = 0, device=None) -> dict:
@@ -521,21 +609,21 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
     always answering 0 from :func:`window_ceiling` when given."""
     import matplotlib.pyplot as plt
 
-    labels = {"encoder": "Transformer encoder (2 blocks)", "window": "window MLP (3 letters each side)"}
+    labels = {"encoder": _("Transformer encoder (2 blocks)"), "window": _("window MLP (3 letters each side)")}
     colors = {"encoder": "tab:blue", "window": "tab:red"}
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for name, run in runs.items():
         history = run["history"]
         ax.plot(history["valid_step"], 100 * np.asarray(history["valid_accuracy"]), "o-", color=colors[name],
-                label=f"{labels[name]}: held-out {run['test_accuracy']:.1%}")
+                label=_("{model}: held-out {accuracy:.1%}", model=labels[name], accuracy=run["test_accuracy"]))
     if ceiling is not None:
         ax.axhline(100 * ceiling["ceiling"], color="tab:red", linestyle="--", linewidth=1,
-                   label=f"best any window model can do: {ceiling['ceiling']:.1%}")
+                   label=_("best any window model can do: {accuracy:.1%}", accuracy=ceiling["ceiling"]))
         ax.axhline(100 * ceiling["always_no"], color="0.5", linestyle=":", linewidth=1,
-                   label=f"always answer 'no': {ceiling['always_no']:.1%}")
+                   label=_("always answer 'no': {accuracy:.1%}", accuracy=ceiling["always_no"]))
     batch_sizes = sorted({run["recipe"].training["batch_size"] for run in runs.values()})
-    ax.set_xlabel(f"training step (batches of {' or '.join(map(str, batch_sizes))} strings)")
-    ax.set_ylabel("validation token accuracy (%)")
+    ax.set_xlabel(_("training step (batches of {sizes} strings)", sizes="/".join(map(str, batch_sizes))))
+    ax.set_ylabel(_("validation token accuracy (%)"))
     ax.set_ylim(40, 101)
     ax.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
@@ -575,6 +663,17 @@ def copy_attention_share(model: TokenClassifier, batch: TaggingBatch, num_letter
     }
 
 
+def describe_copy_share(share: dict) -> str:
+    """:func:`copy_attention_share`'s result as the page prints it."""
+    lines = []
+    for block, (heads, best) in enumerate(zip(share["copies"], share["best_head"]), start=1):
+        lines.append(_("block {block}: share on the copies per head {shares}; "
+                       "in the head that looks hardest for each letter {best:.0%}",
+                       block=block, shares=", ".join(f"{s:.0%}" for s in heads), best=best))
+    lines.append(_("evenly spread weights would give {share:.0%}", share=share["uniform"]))
+    return "\n".join(lines)
+
+
 def _short_example(model: TokenClassifier, task: TaggingTask, layer: int, max_letters: int):
     """The first held-out string of at most ``max_letters`` letters, as a list of letters, and
     the attention weights ``(h, n, n)`` of block ``layer`` of ``model`` reading it."""
@@ -601,8 +700,9 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
     length = len(letters)
     num_heads = weights.shape[0]
     cols = 2 if num_heads % 2 == 0 else num_heads
-    fig = show_heatmaps(weights.reshape(num_heads // cols, cols, length, length), xlabel="key letter",
-                        ylabel="query letter", titles=[f"block {layer + 1}, head {h}" for h in range(num_heads)],
+    fig = show_heatmaps(weights.reshape(num_heads // cols, cols, length, length), xlabel=_("key letter"),
+                        ylabel=_("query letter"),
+                        titles=[_("block {block}, head {head}", block=layer + 1, head=h) for h in range(num_heads)],
                         xticklabels=letters, yticklabels=letters, figsize=(8.4, 7.6))
     for ax in fig.axes[:num_heads]:
         for i in range(length):
@@ -610,7 +710,7 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
                 if i != j and letters[i] == letters[j]:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="tab:blue", linewidth=1.5))
         ax.tick_params(axis="x", rotation=0)
-    fig.suptitle(f"held-out string '{''.join(letters)}'; blue box: another copy of the row's letter")
+    fig.suptitle(_("held-out string '{string}'; blue box: another copy of the row's letter", string="".join(letters)))
     return fig
 
 
@@ -623,8 +723,9 @@ def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: in
     two, or more."""
     letters, weights = _short_example(model, task, layer, max_letters)
     length, num_heads = len(letters), weights.shape[0]
-    lines, heads_looking = [f"block {layer + 1}, share of each duplicated letter's row on its copies, "
-                            f"heads 0 to {num_heads - 1}:"], []
+    lines = [_("block {block}, share of each duplicated letter's row on its copies, heads 0 to {last}:",
+                block=layer + 1, last=num_heads - 1)]
+    heads_looking = []
     for i, letter in enumerate(letters):
         copies = [j for j in range(length) if j != i and letters[j] == letter]
         if not copies:
@@ -632,10 +733,11 @@ def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: in
         share = weights[:, i, copies].sum(dim=-1)  # (h,)
         even = len(copies) / length
         heads_looking.append(int((share >= factor * even).sum()))
-        lines.append(f"{letter!r} at {i:2d}: on its copies " + " ".join(f"{float(s):4.0%}" for s in share)
-                     + f"   (even {even:.0%})")
+        lines.append(_("{letter!r} at {i:2d}: on its copies {shares}   (even {even:.0%})", letter=letter, i=i,
+                       shares=" ".join(f"{float(s):4.0%}" for s in share), even=even))
     counts = [sum(1 for k in heads_looking if k == c) for c in range(3)]
-    lines.append(f"{len(heads_looking)} rows with boxes; heads giving the copies at least {factor:g} times "
-                 f"the even share: none in {counts[0]}, one in {counts[1]}, two in {counts[2]}, "
-                 f"more in {len(heads_looking) - sum(counts)} (of {num_heads} heads)")
+    lines.append(_("{rows} rows with boxes; heads giving the copies at least {factor:g} times the even share: "
+                   "none in {none}, one in {one}, two in {two}, more in {more} (of {heads} heads)",
+                   rows=len(heads_looking), factor=factor, none=counts[0], one=counts[1], two=counts[2],
+                   more=len(heads_looking) - sum(counts), heads=num_heads))
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from attention_course.recipes import BAHDANAU, TRANSFORMER
 from attention_course.seq2seq import make_seq2seq, make_transformer, train_seq2seq, train_transformer
 from attention_course.twins import to_torch_decoder_layer
 from figures.ch06 import padding_to_attention_mask
+from figures.i18n import N_, _, padded
 from figures.training import kept_run
 
 __all__ = [
@@ -36,13 +37,22 @@ __all__ = [
     "causal_attention_example",
     "plot_causal_mask",
     "teacher_forcing_rows",
+    "teacher_forcing_text",
     "decoder_torch_agreement",
+    "describe_decoder_agreement",
     "future_leak_check",
+    "leak_table",
+    "describe_learning_rate",
     "course_learning_rate",
     "plot_noam_lr",
     "parameter_count",
     "parameter_breakdown",
+    "describe_parameters",
     "train_date_transformer",
+    "describe_training",
+    "cooldown_steps",
+    "describe_cooldown",
+    "describe_default_embeddings",
     "train_with_default_embeddings",
     "train_date_bahdanau",
     "held_out_exact_match",
@@ -50,6 +60,7 @@ __all__ = [
     "plot_cross_attention_heads",
     "plot_self_attention_heads",
     "describe_self_attention",
+    "MODEL_NAMES",
     "comparison_table",
 ]
 
@@ -95,10 +106,10 @@ def plot_causal_mask(tokens=NOTES_TARGET[:-1], d_model: int = 8, seed: int = 0):
     fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.9))
     panels = [
         (mask.astype(float), "Greens", lambda i, j: "True" if mask[i, j] else "False",
-         f"causal_mask({T}): True = may attend"),
+         _("causal_mask({T}): True = may attend", T=T)),
         (mask.astype(float), "Greens", lambda i, j: "0" if mask[i, j] else "−∞",
-         "the notes' mask, added to the scores"),
-        (weights, "Reds", lambda i, j: f"{weights[i, j]:.2f}", "attention weights (each row sums to 1)"),
+         _("the notes' mask, added to the scores")),
+        (weights, "Reds", lambda i, j: f"{weights[i, j]:.2f}", _("attention weights (each row sums to 1)")),
     ]
     for ax, (values, cmap, text, title) in zip(axes, panels):
         # a pale green for the allowed cells, so that the text on them stays readable
@@ -108,9 +119,9 @@ def plot_causal_mask(tokens=NOTES_TARGET[:-1], d_model: int = 8, seed: int = 0):
                 ax.text(j, i, text(i, j), ha="center", va="center", fontsize=9)
         ax.set_xticks(range(T), labels)
         ax.set_yticks(range(T), labels)
-        ax.set_xlabel("key (position j)")
+        ax.set_xlabel(_("key (position j)"))
         ax.set_title(title, fontsize=10)
-    axes[0].set_ylabel("query (position i)")
+    axes[0].set_ylabel(_("query (position i)"))
     fig.tight_layout()
     return fig
 
@@ -129,6 +140,15 @@ def teacher_forcing_rows(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> list[
         seen = [tokens[i] if k <= t else masked for k, i in enumerate(decoder_input.tolist())]
         rows.append((seen, tokens[label]))
     return rows
+
+
+def teacher_forcing_text(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> str:
+    """:func:`teacher_forcing_rows` as the page prints them: position, what the decoder sees, label."""
+    position, sees, label = padded(_("position"), 10), padded(_("what the decoder sees"), 44), _("label")
+    lines = [position + sees + label]
+    for t, (seen, target) in enumerate(teacher_forcing_rows(tokens, masked)):
+        lines.append(f"{t:<10d}{' '.join(seen):44s}{target}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -177,6 +197,11 @@ def decoder_torch_agreement(seed: int = 0, d_model: int = 16, num_heads: int = 4
     return difference
 
 
+def describe_decoder_agreement(difference: float) -> str:
+    """:func:`decoder_torch_agreement`'s result, in words."""
+    return _("largest |DecoderBlock - nn.TransformerDecoderLayer| (float64): {difference:.1e}", difference=difference)
+
+
 def _decode_without_causal_mask(model: Transformer, tgt_in: torch.Tensor, memory: torch.Tensor,
                                 src_mask: torch.Tensor) -> torch.Tensor:
     """``model.decoder``'s logits ``(B, T, V)`` with every block's self-attention mask
@@ -211,8 +236,8 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
     with torch.no_grad():
         memory = model.encode(src, src_mask)
         result = {}
-        for name, decode in (("with the causal mask", model.decode),
-                             ("without it", lambda y, m, s: _decode_without_causal_mask(model, y, m, s))):
+        for name, decode in ((_("with the causal mask"), model.decode),
+                             (_("without it"), lambda y, m, s: _decode_without_causal_mask(model, y, m, s))):
             change = (decode(edited, memory, src_mask) - decode(tgt_in, memory, src_mask)).abs()
             result[name] = change[0].amax(dim=-1).tolist()
     # what the page says of the printout: with the mask, the positions before the change do not
@@ -222,12 +247,32 @@ def future_leak_check(changed: int = 4, tgt_len: int = 8, src_len: int = 10, voc
     return result
 
 
+def leak_table(result: dict[str, list[float]]) -> str:
+    """:func:`future_leak_check`'s result: one row per model, one column per position."""
+    lines = [padded(name, 22) + " ".join(f"{c:8.1e}" for c in changes) for name, changes in result.items()]
+    positions = len(next(iter(result.values())))
+    lines.append(padded(_("position"), 22) + " ".join(f"{t:8d}" for t in range(positions)))
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------------------
 # The learning rate
 # --------------------------------------------------------------------------------------
 
 
 _RUN = TRANSFORMER.training
+
+
+def describe_learning_rate(recipe, training_pairs: int) -> str:
+    """The recipe's peak learning rate (:func:`course_learning_rate`), against the paper's (``noam_lr``
+    at ``d_model`` 512 and 4000 warm-up steps), and how many of the ``training_pairs`` its steps
+    draw."""
+    run = recipe.training
+    peak = max(course_learning_rate(s) for s in range(1, run["num_steps"] + 1))
+    return _("peak learning rate {peak:.4f} at step {warmup}, {times:.0f} times the paper's; "
+             "{steps} steps of {batch} draw {pairs:,} pairs from the {total:,} of the training set",
+             peak=peak, warmup=run["warmup"], times=peak / noam_lr(4000, 512, 4000), steps=run["num_steps"],
+             batch=run["batch_size"], pairs=run["num_steps"] * run["batch_size"], total=training_pairs)
 
 
 def course_learning_rate(step: int, num_steps: int = _RUN["num_steps"], d_model: int = TRANSFORMER.model["d_model"],
@@ -254,8 +299,8 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
     for d_model, warmup in settings:
         left.plot(steps, [noam_lr(int(s), d_model, warmup) for s in steps],
                   label=f"d_model = {d_model}, warmup = {warmup}")
-    left.set_xlabel("step")
-    left.set_ylabel("learning rate")
+    left.set_xlabel(_("step"))
+    left.set_ylabel(_("learning rate"))
     left.set_title("noam_lr(step, d_model, warmup)", fontsize=10)
     left.legend(fontsize="small")
     course_steps = course_steps or _RUN["num_steps"]
@@ -264,10 +309,11 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
     right.plot(steps, [factor * noam_lr(int(s), d_model, warmup) for s in steps], "--", color="0.55",
                label=f"{factor:g} · noam_lr(step, {d_model}, {warmup})")
     right.plot(steps, [course_learning_rate(int(s), course_steps) for s in steps],
-               label="with the linear cooldown (train_transformer)")
+               label=_("with the linear cooldown (train_transformer)"))
     right.axvspan(course_steps * (1 - _RUN["cooldown"]), course_steps, color="0.92", zorder=0)
-    right.set_xlabel("step")
-    right.set_title(f"this chapter's run: {course_steps} steps, warmup {warmup}, d_model {d_model}", fontsize=10)
+    right.set_xlabel(_("step"))
+    right.set_title(_("this chapter's run: {steps} steps, warmup {warmup}, d_model {d_model}", steps=course_steps,
+                      warmup=warmup, d_model=d_model), fontsize=10)
     right.legend(fontsize="small")
     fig.tight_layout()
     return fig
@@ -288,12 +334,22 @@ def parameter_breakdown(model: Transformer) -> dict[str, int]:
     """:func:`parameter_count` of the parts of a :class:`Transformer`: the two
     embeddings, the encoder blocks, the decoder blocks and the final linear layer."""
     return {
-        "source embedding": parameter_count(model.encoder.embedding),
-        "encoder blocks": parameter_count(model.encoder.blocks),
-        "target embedding": parameter_count(model.decoder.embedding),
-        "decoder blocks": parameter_count(model.decoder.blocks),
-        "final linear layer": parameter_count(model.decoder.dense),
+        _("source embedding"): parameter_count(model.encoder.embedding),
+        _("encoder blocks"): parameter_count(model.encoder.blocks),
+        _("target embedding"): parameter_count(model.decoder.embedding),
+        _("decoder blocks"): parameter_count(model.decoder.blocks),
+        _("final linear layer"): parameter_count(model.decoder.dense),
     }
+
+
+def describe_parameters(parts: dict[str, int], task) -> str:
+    """:func:`parameter_breakdown`'s parts and their total, and the sizes of ``task``'s two
+    vocabularies."""
+    total = _("total")
+    lines = [f"{padded(part, 20)}{count:9,d}" for part, count in {**parts, total: sum(parts.values())}.items()]
+    lines.append(_("vocabularies, special tokens included: {source} source tokens, {target} target tokens",
+                   source=len(task.src_vocab), target=len(task.tgt_vocab)))
+    return "\n".join(lines)
 
 
 def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transformer, dict]:
@@ -361,6 +417,32 @@ def held_out_exact_match(model: nn.Module, task, decode=greedy_decode, max_len: 
     return exact_match(predictions, test.targets), predictions
 
 
+def describe_training(history: dict, parameters: int, accuracy: float, count: int) -> str:
+    """One line for the chapter's training run: steps, CPU and wall time, device, parameters, and
+    the held-out exact match of ``count`` dates."""
+    return _("{steps} steps, {cpu:.1f} s of CPU ({wall:.0f} s wall) on {device}, {parameters:,} parameters; "
+             "held-out exact match {accuracy:.2%} of {count} dates", steps=history["steps_done"],
+             cpu=history["cpu_seconds"], wall=history["seconds"], device=history["device"], parameters=parameters,
+             accuracy=accuracy, count=count)
+
+
+def describe_cooldown(recipe) -> str:
+    """The length of the recipe's cooldown, in steps."""
+    return _("the cooldown: the last {steps} steps", steps=cooldown_steps(recipe))
+
+
+def cooldown_steps(recipe) -> int:
+    """How many of the recipe's steps its cooldown lasts."""
+    return round(recipe.training["cooldown"] * recipe.training["num_steps"])
+
+
+def describe_default_embeddings(history: dict, accuracy: float, course_accuracy: float) -> str:
+    """The run of :func:`train_with_default_embeddings` next to the course's."""
+    return _("embeddings N(0, 1), {steps} steps: held-out exact match {accuracy:.1%}; "
+             "with the course's N(0, 1/d): {course:.1%}", steps=history["steps_done"], accuracy=accuracy,
+             course=course_accuracy)
+
+
 @torch.no_grad()
 def transformer_translate(model: Transformer, task, sources, max_len: int = 12) -> dict:
     """Greedy translations of the strings ``sources`` and the attention weights behind them.
@@ -399,7 +481,7 @@ def _head_maps(subfigure, maps, xticklabels, yticklabels, xlabel, ylabel):
         ax.imshow(maps[head], cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto")
         ax.set_xticks(range(len(xticklabels)), xticklabels, fontsize=6.5)
         ax.set_yticks(range(len(yticklabels)), yticklabels, fontsize=6.5)
-        ax.set_title(f"head {head}", fontsize=9)
+        ax.set_title(_("head {head}", head=head), fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
         if head == 0:
             ax.set_ylabel(ylabel, fontsize=8)
@@ -419,9 +501,9 @@ def plot_cross_attention_heads(translated: dict, examples=(0, 1, 2)):
         source, output = translated["sources"][k], translated["translations"][k]
         steps = len(output) + 1  # the characters and <eos>
         maps = translated["cross"][k, :, :steps, :len(source)].numpy()
-        _head_maps(subfigure, maps, _characters(source), list(output) + ["⟨eos⟩"], "source character",
-                   "output character")
-        subfigure.suptitle(f"cross-attention, {source!r} → {output!r}", fontsize=10)
+        _head_maps(subfigure, maps, _characters(source), list(output) + ["⟨eos⟩"], _("source character"),
+                   _("output character"))
+        subfigure.suptitle(_("cross-attention, {source!r} → {output!r}", source=source, output=output), fontsize=10)
     return fig
 
 
@@ -438,12 +520,12 @@ def plot_self_attention_heads(translated: dict, example: int = 0):
     fig = plt.figure(figsize=(3.4 * heads, 7.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.25])
     _head_maps(top, translated["decoder_self"][example, :, :steps, :steps].numpy(), ["⟨bos⟩"] + list(output),
-               list(output) + ["⟨eos⟩"], "decoder input", "output character")
-    top.suptitle(f"decoder self-attention (masked), writing {output!r}", fontsize=10)
+               list(output) + ["⟨eos⟩"], _("decoder input"), _("output character"))
+    top.suptitle(_("decoder self-attention (masked), writing {output!r}", output=output), fontsize=10)
     chars = _characters(source)
     _head_maps(bottom, translated["encoder_self"][example, :, :len(source), :len(source)].numpy(), chars, chars,
-               "source character (key)", "source character (query)")
-    bottom.suptitle(f"encoder self-attention, reading {source!r}", fontsize=10)
+               _("source character (key)"), _("source character (query)"))
+    bottom.suptitle(_("encoder self-attention, reading {source!r}", source=source), fontsize=10)
     return fig
 
 
@@ -487,21 +569,21 @@ def describe_self_attention(translated: dict) -> str:
     strongest = decoder[:, :, 1:steps, :steps].argmax(axis=-1)  # (B, h, steps - 1); step 0 sees <bos> only
     same = (strongest == strongest[:1]).all(axis=0)
     read = [["⟨bos⟩", *output] for output in translations]
-    kinds = Counter("digit" if read[k][j].isdigit() else read[k][j]
+    kinds = Counter(_("digit") if read[k][j].isdigit() else read[k][j]
                     for k, row in enumerate(strongest.reshape(len(sources), -1)) for j in row)
     decoder_spread = float(np.concatenate(decoder_spread).mean())
     encoder_spread = float(np.concatenate(encoder_spread).mean())
     lines = [
-        f"decoder self-attention, largest weight above the diagonal: {above:.1g}",
-        f"  strongest key at the same place in all {len(sources)} dates:",
-        f"    {int(same.sum())} of {same.size} (head, step) pairs, step 0 left out",
-        "  strongest keys: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()),
-        f"  spread of the rows (0 one-hot, 1 even): {decoder_spread:.2f}",
-        f"encoder self-attention, spread of the rows: {encoder_spread:.2f}",
+        _("decoder self-attention, largest weight above the diagonal: {above:.1g}", above=above),
+        "  " + _("strongest key at the same place in all {n} dates:", n=len(sources)),
+        "    " + _("{same} of {pairs} (head, step) pairs, step 0 left out", same=int(same.sum()), pairs=same.size),
+        "  " + _("strongest keys: {keys}", keys=", ".join(f"{kind} {count}" for kind, count in kinds.most_common())),
+        "  " + _("spread of the rows (0 one-hot, 1 even): {spread:.2f}", spread=decoder_spread),
+        _("encoder self-attention, spread of the rows: {spread:.2f}", spread=encoder_spread),
     ]
     if year_share:
-        lines.append(f"  year characters' weight on the year: {np.mean(year_share):.0%} "
-                     f"(evenly spread: {np.mean(year_even):.0%})")
+        lines.append("  " + _("year characters' weight on the year: {share:.0%} (evenly spread: {even:.0%})",
+                              share=np.mean(year_share), even=np.mean(year_even)))
     assert above == 0.0, "the decoder attends to a later position: the causal mask no longer works"
     assert encoder_spread > decoder_spread, "the encoder's rows are no longer more spread out than the decoder's"
     assert year_share and np.mean(year_share) > np.mean(year_even), (
@@ -509,18 +591,23 @@ def describe_self_attention(translated: dict) -> str:
     return "\n".join(lines)
 
 
+#: The models the pages compare in :func:`comparison_table` (chapters 7 and 8), by the names they give them.
+MODEL_NAMES = (N_("Transformer (chapter 7)"), N_("Bahdanau GRU (chapter 3)"), N_("GPT, decoder-only (chapter 8)"),
+               N_("Transformer, encoder-decoder (chapter 7)"))
+
+
 def comparison_table(rows: dict[str, dict]) -> str:
     """A Markdown table of trained models: ``rows`` maps a model's name to a dict with
     ``accuracy`` (held-out exact match), ``history`` (of the training loop) and
     ``parameters``. Times are the loop's wall time and the CPU time of the process
     during it (on a shared machine, the wall time also counts the waiting)."""
-    lines = ["| model | held-out exact match | training time | CPU time | time per step | parameters | steps "
-             "| device |",
+    lines = [_("| model | held-out exact match | training time | CPU time | time per step | parameters | steps "
+               "| device |"),
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for name, row in rows.items():
         history = row["history"]
         steps = history["steps_done"]
-        lines.append(f"| {name} | {row['accuracy']:.2%} | {history['seconds']:.1f} s | "
+        lines.append(f"| {_(name)} | {row['accuracy']:.2%} | {history['seconds']:.1f} s | "
                      f"{history['cpu_seconds']:.1f} s | {1000 * history['seconds'] / steps:.0f} ms | "
                      f"{row['parameters']:,} | {steps} | {history['device']} |")
     return "\n".join(lines)

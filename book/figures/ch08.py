@@ -23,28 +23,42 @@ from attention_course.recipes import DECODER_ONLY
 from attention_course.reference.ch08 import GPT, beam_search, generate, top_k_top_p_filter
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas, _repeat
+from figures.i18n import _, padded
 
 __all__ = [
     "WORDS",
     "PROBS",
     "decoding_rules",
+    "rules_table",
     "top_k_against_top_p",
+    "kept_table",
     "TableModel",
     "describe_top_k_top_p",
     "beam_search_grid",
+    "sequence_table",
+    "beam_table",
     "describe_beam",
     "attention_work",
+    "work_table",
+    "TIMED",
     "cache_memory",
+    "cache_memory_table",
     "generation_speed",
+    "speed_table",
     "describe_speed",
     "parameter_counts",
+    "describe_tying",
     "embedding_sizes",
+    "describe_embedding_sizes",
     "DATES_GPT",
     "make_date_gpt",
     "DATES_RECIPE",
+    "describe_prompt",
     "train_date_gpt",
+    "describe_gpt_training",
     "gpt_held_out_exact_match",
     "answer_step_by_step",
+    "steps_table",
     "describe_comparison",
     "describe_steps",
     "beam_answer",
@@ -74,9 +88,9 @@ BY_HAND = {
 }
 
 RULES = {  # name: (temperature, top_k, top_p)
-    "softmax (temperature 1)": (1.0, None, None),
-    "temperature 0.5": (0.5, None, None),
-    "temperature 2": (2.0, None, None),
+    _("softmax (temperature 1)"): (1.0, None, None),
+    _("temperature 0.5"): (0.5, None, None),
+    _("temperature 2"): (2.0, None, None),
     "top-k 2": (1.0, 2, None),
     "top-p 0.6": (1.0, None, 0.6),
     "top-p 0.8": (1.0, None, 0.8),
@@ -130,13 +144,20 @@ PEAKED = (0.90, 0.04, 0.03, 0.02, 0.01)
 FLAT = (0.22, 0.21, 0.20, 0.19, 0.18)
 
 
+def rules_table(rules: dict[str, list[float]], words=WORDS) -> str:
+    """:func:`decoding_rules`' result as a table: one row per rule, one column per word."""
+    lines = [padded(_("rule"), 26) + "".join(f"{w:>8s}" for w in words)]
+    lines += [padded(name, 26) + "".join(f"{p:8.4f}" for p in probs) for name, probs in rules.items()]
+    return "\n".join(lines)
+
+
 def top_k_against_top_p(top_k: int = 3, top_p: float = 0.85) -> list[dict]:
     """How many tokens top-k and top-p keep, and the probability mass they keep, on
     :data:`PEAKED` and :data:`FLAT`. Returns one dict per (distribution, rule) with
     ``distribution``, ``rule``, ``kept`` (count), ``mass`` (the original probability of
     the kept set)."""
     rows = []
-    for name, probs in (("peaked", PEAKED), ("flat", FLAT)):
+    for name, probs in ((_("peaked"), PEAKED), (_("flat"), FLAT)):
         p = torch.tensor(probs, dtype=torch.float64)
         for rule, (k, top) in ((f"top-k {top_k}", (top_k, None)), (f"top-p {top_p}", (None, top_p))):
             kept = torch.isfinite(top_k_top_p_filter(p.log(), top_k=k, top_p=top))
@@ -145,15 +166,24 @@ def top_k_against_top_p(top_k: int = 3, top_p: float = 0.85) -> list[dict]:
     return rows
 
 
+def kept_table(rows: list[dict]) -> str:
+    """:func:`top_k_against_top_p`'s rows, one line each."""
+    return "\n".join(f"{padded(row['distribution'], 7)} {row['rule']:10s} "
+                     + _("keeps {kept} of 5 tokens, {mass:.2f} of the probability", kept=row["kept"], mass=row["mass"])
+                     for row in rows)
+
+
 def describe_top_k_top_p(rows: list[dict]) -> str:
     """Words for :func:`top_k_against_top_p`'s rows, computed from them."""
     by = {(r["distribution"], r["rule"].split()[0]): r for r in rows}
     peaked_k, peaked_p = by["peaked", "top-k"], by["peaked", "top-p"]
     flat_k, flat_p = by["flat", "top-k"], by["flat", "top-p"]
-    return (f"peaked: top-k keeps {peaked_k['kept'] - peaked_p['kept']} more token(s) than top-p,\n"
-            f"        with {peaked_k['mass'] - peaked_p['mass']:.2f} of the probability\n"
-            f"flat:   top-k drops {flat_p['kept'] - flat_k['kept']} token(s) that top-p keeps,\n"
-            f"        with {flat_p['mass'] - flat_k['mass']:.2f} of the probability")
+    return "\n".join([
+        _("peaked: top-k keeps {n} more token(s) than top-p,", n=peaked_k["kept"] - peaked_p["kept"]),
+        "        " + _("with {mass:.2f} of the probability", mass=peaked_k["mass"] - peaked_p["mass"]),
+        _("flat:   top-k drops {n} token(s) that top-p keeps,", n=flat_p["kept"] - flat_k["kept"]),
+        "        " + _("with {mass:.2f} of the probability", mass=flat_p["mass"] - flat_k["mass"]),
+    ])
 
 
 # --------------------------------------------------------------------------------------
@@ -235,17 +265,43 @@ def beam_search_grid(widths=(1, 2, 3), penalties=(0.0, 1.0), max_new_tokens: int
     }
 
 
+def sequence_table(grid: dict, rows: int = 6) -> str:
+    """The ``rows`` most probable finished sequences of :func:`beam_search_grid`, with their
+    probability, log-probability, length and mean log-probability."""
+    header = [padded(_("sequence"), 12), padded(_("probability"), 12, ">"), padded(_("log-prob"), 10, ">"),
+              padded(_("length"), 8, ">"), padded(_("log-prob/length"), 17, ">")]
+    lines = ["".join(header)]
+    for words, p, logp, n in grid["table"][:rows]:
+        lines.append(f"{words:12s}{p:12.4f}{logp:10.3f}{n:8d}{logp / n:17.3f}")
+    return "\n".join(lines)
+
+
+def beam_table(grid: dict, widths=(1, 2, 3), penalties=(0.0, 1.0)) -> str:
+    """What :func:`beam_search_grid`'s beam search finds for each width and length penalty
+    ``alpha``, next to the exhaustive best."""
+    header = [padded(_("width {w}", w=w), 12) for w in widths]
+    lines = [f"{'alpha':7s}" + "".join(header) + _("exhaustive")]
+    for alpha in penalties:
+        found = "".join(f"{grid['beam'][w, alpha][0]:12s}" for w in widths)
+        lines.append(f"{alpha:<7.0f}{found}{grid['best'][alpha][0]}")
+    return "\n".join(lines)
+
+
 def describe_beam(grid: dict) -> str:
     """Words for :func:`beam_search_grid`'s result, computed from it: what greedy decoding
     (width 1) writes, the first width that finds the exhaustive best with ``alpha = 1``, and
     the best without a length penalty."""
-    widths = sorted({w for w, _ in grid["beam"]})
+    widths = sorted({w for w, _penalty in grid["beam"]})
     best = grid["best"][1.0][0]
     found = [w for w in widths if grid["beam"][w, 1.0][0] == best]
-    first = f"width {found[0]} is the first to find it" if found else "no width tried finds it"
-    return (f"greedy (width 1) writes {grid['beam'][1, 1.0][0]!r}\n"
-            f"the best by mean log-probability is {best!r}; {first}\n"
-            f"without the length penalty the best is {grid['best'][0.0][0]!r}")
+    lines = [_("greedy (width 1) writes {answer!r}", answer=grid["beam"][1, 1.0][0])]
+    if found:
+        lines.append(_("the best by mean log-probability is {best!r}; width {width} is the first to find it",
+                       best=best, width=found[0]))
+    else:
+        lines.append(_("the best by mean log-probability is {best!r}; no width tried finds it", best=best))
+    lines.append(_("without the length penalty the best is {best!r}", best=grid["best"][0.0][0]))
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -266,6 +322,35 @@ def attention_work(T: int) -> dict[str, int]:
         raise AssertionError("the closed forms of the sums are wrong")
     return {"without cache": without, "with cache": with_cache,
             "token passes without": with_cache, "token passes with": T}
+
+
+def work_table(lengths=(64, 128, 256)) -> str:
+    """:func:`attention_work` for each length: scores computed and token passes, without and with
+    the cache."""
+    scores, passes = padded(_("scores"), 24, ">"), padded(_("token passes"), 24, ">")
+    without, cache, ratio = padded(_("no cache"), 12, ">"), padded(_("cache"), 12, ">"), padded(_("ratio"), 8, ">")
+    lines = [f"{'':5s}{scores}{'':8s}{passes}", f"{'T':>5s}{without}{cache}{ratio}{without}{cache}"]
+    for T in lengths:
+        work = attention_work(T)
+        lines.append(f"{T:5d}{work['without cache']:12,d}{work['with cache']:12,d}"
+                     f"{work['without cache'] / work['with cache']:8.1f}"
+                     f"{work['token passes without']:12,d}{work['token passes with']:12,d}")
+    return "\n".join(lines)
+
+
+def cache_memory_table(models) -> str:
+    """:func:`cache_memory` of each ``(name, layers, width, length)`` of ``models``, the product
+    written out."""
+    numbers = _("2 x layers x  T  x width =  numbers   float32")
+    lines = [f"{'':12s}  {numbers}"]
+    for name, layers, width, length in models:
+        count, mib = cache_memory(layers, width, length)
+        lines.append(f"{padded(name, 12)}  2 x {layers:4d} x {length:4d} x {width:4d} = {count:11,d}  {mib:5.1f} MiB")
+    return "\n".join(lines)
+
+
+#: The name the page gives the model it timed, in :func:`cache_memory_table`'s first row.
+TIMED = _("timed above")
 
 
 def cache_memory(num_layers: int, d_model: int, length: int, bytes_per_number: int = 4) -> tuple[int, float]:
@@ -300,7 +385,7 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
             out, best = {}, {}
             for use_cache in (True, False):
                 times = []
-                for _ in range(repeats):
+                for _repeat in range(repeats):
                     start = time.process_time()
                     out[use_cache] = generate(model, prompt, n, use_cache=use_cache)
                     times.append(time.process_time() - start)
@@ -310,6 +395,17 @@ def generation_speed(lengths=(64, 128, 256), prompt_len: int = 8, repeats: int =
     finally:
         torch.set_num_threads(threads)
     return rows
+
+
+def speed_table(rows: list[dict]) -> str:
+    """:func:`generation_speed`'s rows as a table."""
+    header = [padded(_("new tokens"), 10, ">"), padded(_("tokens/s, cache"), 17, ">"), padded(_("no cache"), 10, ">"),
+              padded(_("speed-up"), 10, ">")]
+    lines = ["".join(header) + "  " + _("same tokens")]
+    for row in rows:
+        lines.append(f"{row['tokens']:10d}{row['with']:17,.0f}{row['without']:10,.0f}"
+                     f"{row['speedup']:9.1f}x  {row['same']}")
+    return "\n".join(lines)
 
 
 def describe_speed(rows: list[dict]) -> str:
@@ -330,11 +426,13 @@ def describe_speed(rows: list[dict]) -> str:
     assert all(r["same"] for r in rows), "generation with and without the cache gave different tokens"
     speedups = " -> ".join(f"{r['speedup']:.1f}x" for r in rows)
     ratios = " -> ".join(f"{q:.0f}" for q in ratio)
-    return (f"from {first['tokens']} to {last['tokens']} new tokens:\n"
-            f"  speed-up {speedups}; ratio of the score counts (2T+1)/3 {ratios}\n"
-            f"  tokens/s with the cache x{last['with'] / first['with']:.2f}, "
-            f"without it x{last['without'] / first['without']:.2f}\n"
-            f"  the same tokens both ways at every length: {all(r['same'] for r in rows)}")
+    return "\n".join([
+        _("from {first} to {last} new tokens:", first=first["tokens"], last=last["tokens"]),
+        "  " + _("speed-up {speedups}; ratio of the score counts (2T+1)/3 {ratios}", speedups=speedups, ratios=ratios),
+        "  " + _("tokens/s with the cache x{cached:.2f}, without it x{uncached:.2f}",
+                 cached=last["with"] / first["with"], uncached=last["without"] / first["without"]),
+        "  " + _("the same tokens both ways at every length: {same}", same=all(r["same"] for r in rows)),
+    ])
 
 
 # --------------------------------------------------------------------------------------
@@ -354,6 +452,28 @@ def parameter_counts(vocab_size: int, d_model: int = 64, num_heads: int = 4, d_f
     return counts
 
 
+def describe_tying(counts: dict[str, int], vocab_size: int, d_model: int = 64, blocks: int = 2) -> str:
+    """:func:`parameter_counts`' result in words: what weight tying saves here and in GPT-2 small."""
+    saved = counts["untied"] - counts["tied"]
+    return "\n".join([
+        _("a GPT of width {d_model}, {blocks} blocks, vocabulary {V}: {untied:,} parameters untied",
+          d_model=d_model, blocks=blocks, V=vocab_size, untied=counts["untied"]),
+        "  " + _("{tied:,} tied: {V} x {d_model} = {saved:,} saved", tied=counts["tied"], V=vocab_size,
+                 d_model=d_model, saved=saved),
+        _("GPT-2 small: 50257 x 768 = {saved:,} saved", saved=50257 * 768),
+    ])
+
+
+def describe_embedding_sizes(model: GPT) -> str:
+    """:func:`embedding_sizes` of ``model``, one line each, and whether its output layer is its
+    token embedding."""
+    rms = _("root mean square of the entries")
+    lines = [f"{padded(what, 20)} {rms} {size:.4f}" for what, size in embedding_sizes(model).items()]
+    lines.append(_("the output layer's weight is the token embedding's: {tied}",
+                   tied=model.lm_head.weight is model.token_embedding.weight))
+    return "\n".join(lines)
+
+
 def embedding_sizes(model: GPT) -> dict[str, float]:
     """Root mean square of the entries of ``model``'s token and position embeddings, its
     output layer's weight (the same matrix when tied), and, in the first block, of a layer that
@@ -367,12 +487,12 @@ def embedding_sizes(model: GPT) -> dict[str, float]:
         return t.detach().pow(2).mean().sqrt().item()
 
     block = model.blocks[0]
-    sizes = {"token embedding": rms(model.token_embedding.weight),
-             "position embedding": rms(model.position_embedding.weight),
-             "output layer": rms(model.lm_head.weight),
-             "block 0: W_qkv": rms(block.attention.W_qkv.weight),
-             "block 0: W_o": rms(block.attention.W_o.weight),
-             "block 0: dense2": rms(block.dense2.weight)}
+    sizes = {_("token embedding"): rms(model.token_embedding.weight),
+             _("position embedding"): rms(model.position_embedding.weight),
+             _("output layer"): rms(model.lm_head.weight),
+             _("block 0: W_qkv"): rms(block.attention.W_qkv.weight),
+             _("block 0: W_o"): rms(block.attention.W_o.weight),
+             _("block 0: dense2"): rms(block.dense2.weight)}
     residual = 0.02 / math.sqrt(2 * len(model.blocks))
     for what, size in sizes.items():
         expected = residual if what in ("block 0: W_o", "block 0: dense2") else 0.02
@@ -408,37 +528,37 @@ def draw_decoder_only():
     LayerNorm, and an output layer that shares the token embedding's matrix."""
     fig, ax = _canvas(6.4, 9.4)
     x, w = 3.0, 2.5
-    ids = _box(ax, x, 0.35, w, 0.4, "token ids", "data")
-    tok = _box(ax, x - 0.75, 1.25, 1.4, 0.45, "token\nembedding", "embed")
-    pos = _box(ax, x + 0.85, 1.25, 1.4, 0.45, "position\nembedding", "embed")
+    ids = _box(ax, x, 0.35, w, 0.4, _("token ids"), "data")
+    tok = _box(ax, x - 0.75, 1.25, 1.4, 0.45, _("token\nembedding"), "embed")
+    pos = _box(ax, x + 0.85, 1.25, 1.4, 0.45, _("position\nembedding"), "embed")
     _arrow(ax, (tok["bottom"][0], ids["top"][1]), tok["bottom"], "(B, T)", side="left")
-    _arrow(ax, (pos["bottom"][0], ids["top"][1]), pos["bottom"], "positions 0..T-1")
+    _arrow(ax, (pos["bottom"][0], ids["top"][1]), pos["bottom"], _("positions 0..T-1"))
     add = _box(ax, x, 2.05, 0.45, 0.36, "+", "data")
     _arrow(ax, tok["top"], add["left"], connection="arc3,rad=-0.3")
     _arrow(ax, pos["top"], add["right"], connection="arc3,rad=0.3")
     start = add["top"][1]
-    y, att = _prenorm_sublayer(ax, x, start, w, "causal self-attention\n(one fused W_qkv)", "attention",
+    y, att = _prenorm_sublayer(ax, x, start, w, _("causal self-attention\n(one fused W_qkv)"), "attention",
                                "(B, T, D)")
-    ax.text(att["right"][0] + 0.3, att["right"][1], "causal mask (T, T)\nheads (B, h, T, d)",
+    ax.text(att["right"][0] + 0.3, att["right"][1], _("causal mask (T, T)\nheads (B, h, T, d)"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
-    y, ffn = _prenorm_sublayer(ax, x, y, w, "feed-forward\n(GELU)", "ffn", "(B, T, D)")
-    ax.text(ffn["right"][0] + 0.3, ffn["right"][1], "hidden (B, T, F)", ha="left", va="center",
+    y, ffn = _prenorm_sublayer(ax, x, y, w, _("feed-forward\n(GELU)"), "ffn", "(B, T, D)")
+    ax.text(ffn["right"][0] + 0.3, ffn["right"][1], _("hidden (B, T, F)"), ha="left", va="center",
             fontsize=SHAPE, family="monospace")
     _repeat(ax, x, w, start + 0.05, y, x + w / 2 + 0.25, "left")
-    ln_f = _box(ax, x, y + 0.65, w, 0.36, "final LayerNorm", "norm")
+    ln_f = _box(ax, x, y + 0.65, w, 0.36, _("final LayerNorm"), "norm")
     _arrow(ax, (x, y), ln_f["bottom"], "(B, T, D)")
-    head = _box(ax, x, y + 1.4, w, 0.42, "linear D → V (no bias)", "linear")
+    head = _box(ax, x, y + 1.4, w, 0.42, _("linear D → V (no bias)"), "linear")
     _arrow(ax, ln_f["top"], head["bottom"])
-    logits = _box(ax, x, y + 2.15, w, 0.4, "logits", "data")
+    logits = _box(ax, x, y + 2.15, w, 0.4, _("logits"), "data")
     _arrow(ax, head["top"], logits["bottom"], "(B, T, V)")
     # weight tying: the output layer is the token embedding's matrix, read the other way
     xt = 0.35
     ax.plot([tok["left"][0], xt, xt, head["left"][0]], [tok["left"][1], tok["left"][1], head["left"][1],
                                                         head["left"][1]],
             color="#b5651d", linestyle="--", linewidth=1.4)
-    ax.text(xt + 0.08, (tok["left"][1] + head["left"][1]) / 2, "one matrix\n(V, D):\nweight\ntying",
+    ax.text(xt + 0.08, (tok["left"][1] + head["left"][1]) / 2, _("one matrix\n(V, D):\nweight\ntying"),
             ha="left", va="center", fontsize=SMALLEST, color="#8a4a12")
-    ax.text(0.05, 9.2, "pre-norm: LayerNorm before each sub-layer; the residual path crosses no norm",
+    ax.text(0.05, 9.2, _("pre-norm: LayerNorm before each sub-layer; the residual path crosses no norm"),
             ha="left", va="center", fontsize=SMALLEST)
     return fig
 
@@ -449,14 +569,14 @@ def draw_kv_cache(steps: int = 4):
     every layer, and its one query is scored against all the cached keys."""
     fig, ax = _canvas(WIDTH, 5.3)
     cell = 0.5
-    ax.text(0.05, 5.05, "key-value cache of one layer: keys shown, values are cached alike", ha="left",
+    ax.text(0.05, 5.05, _("key-value cache of one layer: keys shown, values are cached alike"), ha="left",
             va="center", fontsize=LABEL, weight="bold")
-    ax.text(0.05, 4.7, "grey: read from the cache; red: computed at this step", ha="left", va="center",
+    ax.text(0.05, 4.7, _("grey: read from the cache; red: computed at this step"), ha="left", va="center",
             fontsize=SMALLEST, color="#555555")
     x_keys = 2.45
     for s in range(steps):
         y = 3.95 - s * 0.95
-        ax.text(0.05, y, f"step {s + 1}", ha="left", va="center", fontsize=SMALLEST)
+        ax.text(0.05, y, _("step {s}", s=s + 1), ha="left", va="center", fontsize=SMALLEST)
         new = _box(ax, 1.05, y, 0.5, 0.36, f"x{s + 1}", "embed", size=SMALLEST)
         proj = _box(ax, 1.75, y, 0.55, 0.36, "W_qkv", "linear", size=SMALLEST)
         _arrow(ax, new["right"], proj["left"])
@@ -469,10 +589,12 @@ def draw_kv_cache(steps: int = 4):
         _arrow(ax, (keys[-1]["top"][0], top), keys[-1]["top"])
         x_text = x_keys + steps * cell + 0.2
         keys_read = "k1" if s == 0 else f"k1 … k{s + 1}"
-        ax.text(x_text, y, f"q{s + 1} · {keys_read}: {s + 1} score{'s' if s else ''}", ha="left",
+        scores = (_("q{s} · {keys}: {n} scores", s=s + 1, keys=keys_read, n=s + 1) if s
+                  else _("q{s} · {keys}: 1 score", s=s + 1, keys=keys_read))
+        ax.text(x_text, y, scores, ha="left",
                 va="center", fontsize=SHAPE, family="monospace")
-    ax.text(0.05, 0.3, "after step s the cache of a layer holds keys and values (B, h, s, d) each;\n"
-                       "without it, step s recomputes all s keys and s × s scores",
+    ax.text(0.05, 0.3, _("after step s the cache of a layer holds keys and values (B, h, s, d) each;\n"
+                         "without it, step s recomputes all s keys and s × s scores"),
             ha="left", va="center", fontsize=SMALLEST)
     return fig
 
@@ -503,6 +625,32 @@ def train_date_gpt(task: PromptTask, seed: int = 0, **train_options) -> tuple[GP
     return model, history
 
 
+def describe_prompt(prompts: PromptTask) -> str:
+    """The first training pair of ``prompts`` and the token row it becomes (``.`` for padding), with
+    how many positions the loss scores."""
+    tokens, labels = prompts.batch(prompts.train[:1])
+    source, target = prompts.train[0]
+    row = "".join(prompts.vocab.tokens[i] if i else "." for i in tokens[0].tolist())
+    return "\n".join([
+        _("pair:   {source!r} -> {target!r}", source=source, target=target),
+        _("tokens: {row!r}", row=row),
+        "        " + _("{n} tokens, '.' = <pad>, the answer ends with <eos>", n=tokens.shape[1]),
+        _("scored: {scored} positions, the answer's {answer} tokens; vocabulary of {vocabulary} tokens",
+          scored=sum(int(i != prompts.vocab.pad_id) for i in labels[0]), answer=prompts.answer_length,
+          vocabulary=len(prompts.vocab)),
+    ])
+
+
+def describe_gpt_training(history: dict, parameters: int, accuracy: float, count: int) -> str:
+    """The GPT's training run (steps, wall time, device, parameters) and its held-out exact match
+    of ``count`` dates."""
+    return "\n".join([
+        _("{steps} steps, {wall:.0f} s on {device}, {parameters:,} parameters", steps=history["steps_done"],
+          wall=history["seconds"], device=history["device"], parameters=parameters),
+        _("held-out exact match {accuracy:.2%} of {count} dates", accuracy=accuracy, count=count),
+    ])
+
+
 def gpt_held_out_exact_match(model: GPT, task: PromptTask) -> tuple[float, list[str]]:
     """Greedy answers (the reference ``generate``, with the cache) to every held-out prompt of
     ``task``, and their exact match with the targets: ``(fraction, answers)``. On the CPU it
@@ -512,10 +660,10 @@ def gpt_held_out_exact_match(model: GPT, task: PromptTask) -> tuple[float, list[
     if device.type == "cpu":
         torch.set_num_threads(1)
     try:
-        answers = complete_prompts(model, task, [s for s, _ in task.test], generate)
+        answers = complete_prompts(model, task, [s for s, _target in task.test], generate)
     finally:
         torch.set_num_threads(threads)
-    return exact_match(answers, [t for _, t in task.test]), answers
+    return exact_match(answers, [t for _source, t in task.test]), answers
 
 
 @torch.no_grad()
@@ -532,7 +680,7 @@ def answer_step_by_step(model: GPT, task: PromptTask, source: str, top: int = 3)
     vocab = task.vocab
     prompt = task.prompts([source], device)
     fed, past, steps, written = prompt, None, [], []
-    for _ in range(task.answer_length):
+    for _repeat in range(task.answer_length):
         logits, past = model(fed, past_kv=past)
         probs = torch.softmax(logits[0, -1].double(), dim=-1)
         values, ids = torch.topk(probs, top)
@@ -551,16 +699,35 @@ def answer_step_by_step(model: GPT, task: PromptTask, source: str, top: int = 3)
     return steps
 
 
+def steps_table(steps: list[dict], answer: str, target: str, num_blocks: int) -> str:
+    """:func:`answer_step_by_step`'s steps as a table (what each pass read, the cache's length after
+    it, the most probable next characters), then the answer, the target and the last cache's
+    shape."""
+    step, read, cache = padded(_("step"), 4, ">"), padded(_("read"), 22), padded(_("cache"), 6, ">")
+    lines = [f"{step}  {read}{cache}  " + _("most probable next characters")]
+    for k, row in enumerate(steps):
+        best = "  ".join(f"{char:>5s} {p:.3f}" for char, p in row["top"])
+        lines.append(f"{k + 1:4d}  {row['fed']!r:22s}{row['cache']:6d}  {best}")
+    lines += [_("the answer: {answer!r}; the target: {target!r}", answer=answer, target=target),
+              _("last cache: keys and values of shape {shape}", shape=steps[-1]["entry"]),
+              "  " + _("in each of the {n} blocks", n=num_blocks)]
+    return "\n".join(lines)
+
+
 def describe_comparison(gpt: dict, transformer: dict) -> str:
     """Words for two rows of the comparison table (dicts with ``accuracy``, ``history`` and
     ``parameters``, as :func:`figures.ch07.comparison_table` takes them), computed from them."""
     share = gpt["parameters"] / transformer["parameters"]
     cpu = gpt["history"]["cpu_seconds"] / transformer["history"]["cpu_seconds"]
     gap = 100 * (gpt["accuracy"] - transformer["accuracy"])
-    return (f"the GPT has {share:.0%} of the Transformer's parameters\n"
-            f"it took {cpu:.2f} times the Transformer's CPU time to train\n"
-            f"its held-out exact match is {abs(gap):.2f} points "
-            f"{'above' if gap > 0 else 'below' if gap < 0 else 'level with'} the Transformer's")
+    if gap > 0:
+        level = _("its held-out exact match is {gap:.2f} points above the Transformer's", gap=abs(gap))
+    elif gap < 0:
+        level = _("its held-out exact match is {gap:.2f} points below the Transformer's", gap=abs(gap))
+    else:
+        level = _("its held-out exact match is level with the Transformer's")
+    return "\n".join([_("the GPT has {share:.0%} of the Transformer's parameters", share=share),
+                      _("it took {ratio:.2f} times the Transformer's CPU time to train", ratio=cpu), level])
 
 
 def describe_steps(steps: list[dict], answer: str, target: str, sure: float = 0.9) -> str:
@@ -580,11 +747,16 @@ def describe_steps(steps: list[dict], answer: str, target: str, sure: float = 0.
     assert fixed_certain == len(fixed), "a step that writes the year or a separator is no longer near-certain"
     k = min(range(len(steps)), key=lambda i: top[i])
     (first, p1), (second, p2) = steps[k]["top"][:2]
-    verdict = "right" if answer == target else "wrong"
-    return (f"near-certain steps (top probability at least {sure}): {certain} of {len(steps)}; "
-            f"of those writing the year and the separators, {fixed_certain} of {len(fixed)}\n"
-            f"the answer is {verdict}; the least sure step is step {k + 1}:\n"
-            f"  {first!r} {p1:.3f} against {second!r} {p2:.3f}, and greedy decoding took {steps[k]['chosen']!r}")
+    verdict = (_("the answer is right; the least sure step is step {step}:", step=k + 1) if answer == target
+               else _("the answer is wrong; the least sure step is step {step}:", step=k + 1))
+    return "\n".join([
+        _("near-certain steps (top probability at least {sure}): {certain} of {steps}; "
+          "of those writing the year and the separators, {fixed} of {of}",
+          sure=sure, certain=certain, steps=len(steps), fixed=fixed_certain, of=len(fixed)),
+        verdict,
+        "  " + _("{first!r} {p1:.3f} against {second!r} {p2:.3f}, and greedy decoding took {chosen!r}",
+                 first=first, p1=p1, second=second, p2=p2, chosen=steps[k]["chosen"]),
+    ])
 
 
 @torch.no_grad()
@@ -595,7 +767,7 @@ def answer_log_probability(model: GPT, task: PromptTask, source: str, answer: st
     device = next(model.parameters()).device
     ids = task.vocab.encode(answer, eos=True)
     tokens = torch.cat([task.prompts([source], device), torch.tensor([ids], device=device)], dim=1)
-    logits, _ = model(tokens[:, :-1])
+    logits, _cache = model(tokens[:, :-1])
     log_probs = torch.log_softmax(logits[0, -len(ids):].double(), dim=-1)
     return float(log_probs[torch.arange(len(ids)), torch.tensor(ids, device=device)].sum())
 
@@ -606,10 +778,12 @@ def compare_answers(model: GPT, task: PromptTask, source: str, target: str, gree
     with its summed log-probability (:func:`answer_log_probability`) and whether it is right."""
     beam = beam_answer(model, task, source, beam_width=beam_width)
     lines = []
-    for name, answer in (("greedy", greedy), (f"beam search, width {beam_width}", beam)):
-        right = "right" if answer == target else "wrong"
-        lines.append(f"{name + ':':24s}{answer!r}, {right}, summed log-probability "
-                     f"{answer_log_probability(model, task, source, answer):.3f}")
+    for name, answer in ((_("greedy:"), greedy), (_("beam search, width {width}:", width=beam_width), beam)):
+        logp = answer_log_probability(model, task, source, answer)
+        verdict = (_("{answer!r}, right, summed log-probability {logp:.3f}", answer=answer, logp=logp)
+                   if answer == target else
+                   _("{answer!r}, wrong, summed log-probability {logp:.3f}", answer=answer, logp=logp))
+        lines.append(padded(name, 24) + verdict)
     return "\n".join(lines)
 
 
@@ -620,5 +794,5 @@ def beam_answer(model: GPT, task: PromptTask, source: str, beam_width: int = 3,
     answer's tokens), cut at its ``<eos>``."""
     model.eval()
     prompt = task.prompts([source], next(model.parameters()).device)[0]
-    tokens, _ = beam_search(model, prompt, beam_width, task.answer_length, task.vocab.eos_id, length_penalty)
+    tokens, _score = beam_search(model, prompt, beam_width, task.answer_length, task.vocab.eos_id, length_penalty)
     return task.vocab.decode(tokens.tolist())

@@ -39,31 +39,44 @@ from attention_course.reference.ch09 import (GroupedQueryAttention, TiledAttenti
                                              online_softmax, update_online_softmax, sliding_window_mask)
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas
+from figures.i18n import _, padded
 
 __all__ = [
     "matrix_bytes",
+    "matrix_table",
     "SDPA_BACKENDS",
     "sdpa_backends",
     "where_the_time_goes",
+    "time_table",
     "describe_time",
     "FIVE",
     "online_softmax_steps",
+    "describe_online_softmax",
     "tile_counts",
+    "describe_tiles",
     "process_peak_mib",
     "METHODS",
     "memory_table",
+    "memory_text",
     "largest_by_rule",
+    "larger_lengths",
     "describe_memory",
     "gpu_table",
+    "describe_gpu",
     "cache_bytes_per_token",
     "PUBLISHED",
+    "describe_cache_sizes",
     "make_gqa_gpt",
     "gqa_comparison",
+    "gqa_table",
     "describe_gqa",
     "receptive_field",
+    "describe_receptive_field",
     "plot_receptive_field",
     "rolling_slots",
+    "slots_text",
     "window_generation",
+    "describe_window_generation",
     "draw_tiled_loop",
     "draw_grouped_heads",
 ]
@@ -79,14 +92,26 @@ def matrix_bytes(T: int, bytes_per_number: int = 4, batch: int = 1, heads: int =
     return T * T * bytes_per_number * batch * heads
 
 
+def matrix_table(lengths=(1024, 8192, 32768), heads: int = 12, batch: int = 8) -> str:
+    """:func:`matrix_bytes` for each length: one ``T x T`` matrix in MiB, and ``heads`` heads of a
+    batch of ``batch`` in GiB."""
+    one = padded(_("one T x T, float32"), 22, ">")
+    many = padded(_("{heads} heads, batch {batch}", heads=heads, batch=batch), 20, ">")
+    lines = [f"{'T':>7s}{one}{many}"]
+    for T in lengths:
+        lines.append(f"{T:7,d}{matrix_bytes(T) / 2**20:18,.0f} MiB"
+                     f"{matrix_bytes(T, heads=heads, batch=batch) / 2**30:16,.1f} GiB")
+    return "\n".join(lines)
+
+
 #: What each of ``torch.nn.attention.SDPBackend``'s members is, in the page's words.
 SDPA_BACKENDS = {
-    "FLASH_ATTENTION": "FlashAttention-2's kernel (CUDA); a tiled CPU one",
-    "EFFICIENT_ATTENTION": "xFormers' memory-efficient tiled kernel (CUDA)",
-    "CUDNN_ATTENTION": "NVIDIA cuDNN's fused attention (CUDA)",
-    "MATH": "the plain formula in PyTorch operations, any device",
-    "OVERRIDEABLE": "a slot for a plug-in device's own (PrivateUse1)",
-    "ERROR": "not a backend: no backend fits the inputs",
+    "FLASH_ATTENTION": _("FlashAttention-2's kernel (CUDA); a tiled CPU one"),
+    "EFFICIENT_ATTENTION": _("xFormers' memory-efficient tiled kernel (CUDA)"),
+    "CUDNN_ATTENTION": _("NVIDIA cuDNN's fused attention (CUDA)"),
+    "MATH": _("the plain formula in PyTorch operations, any device"),
+    "OVERRIDEABLE": _("a slot for a plug-in device's own (PrivateUse1)"),
+    "ERROR": _("not a backend: no backend fits the inputs"),
 }
 
 
@@ -117,7 +142,7 @@ def _cpu_seconds(fn, repeats: int) -> float:
     """The best of ``repeats`` runs of ``fn()``, in CPU seconds of this process (the work, not
     the waiting on a shared machine)."""
     best = math.inf
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         start = time.process_time()
         fn()
         best = min(best, time.process_time() - start)
@@ -128,7 +153,7 @@ def _inputs(T: int, d: int = 64, seed: int = 0, requires_grad: bool = False, dev
     generator = torch.Generator().manual_seed(seed)
     # (B, h, T, d) = (1, 1, T, d): PyTorch's fused kernels take 4-D tensors only
     Q, K, V = (torch.randn(1, 1, T, d, generator=generator).to(device).requires_grad_(requires_grad)
-               for _ in range(3))
+               for _repeat in range(3))
     return Q, K, V
 
 
@@ -146,17 +171,28 @@ def where_the_time_goes(T: int = 2048, d: int = 64, repeats: int = 3) -> list[di
         scores = Q @ K.transpose(-2, -1) / math.sqrt(d)
         weights = masked_softmax(scores, mask)
         output = weights @ V
-        reference, _ = scaled_dot_product_attention(Q, K, V, mask)
+        reference, _weights = scaled_dot_product_attention(Q, K, V, mask)
         if not torch.allclose(output, reference, atol=1e-5):
             raise AssertionError("the stages do not add up to chapter 2's formula")
         return [
-            {"stage": "scores Q K^T / sqrt(d)", "seconds": _cpu_seconds(lambda: Q @ K.transpose(-2, -1) / math.sqrt(d), repeats),
+            {"stage": _("scores Q K^T / sqrt(d)"), "seconds": _cpu_seconds(lambda: Q @ K.transpose(-2, -1) / math.sqrt(d), repeats),
              "flops": 2 * T * T * d + T * T},
-            {"stage": "masked softmax", "seconds": _cpu_seconds(lambda: masked_softmax(scores, mask), repeats),
+            {"stage": _("masked softmax"), "seconds": _cpu_seconds(lambda: masked_softmax(scores, mask), repeats),
              "flops": 5 * T * T},
-            {"stage": "weights V", "seconds": _cpu_seconds(lambda: weights @ V, repeats),
+            {"stage": _("weights V"), "seconds": _cpu_seconds(lambda: weights @ V, repeats),
              "flops": 2 * T * T * d},
         ]
+
+
+def time_table(stages: list[dict]) -> str:
+    """:func:`where_the_time_goes`' stages as a table: milliseconds, share of the time, MFLOP."""
+    stage, share = padded(_("stage"), 24), padded(_("share"), 7, ">")
+    lines = [f"{stage}{'ms':>7s}{share}{'MFLOP':>8s}"]
+    total = sum(s["seconds"] for s in stages)
+    for s in stages:
+        lines.append(f"{padded(s['stage'], 24)}{1e3 * s['seconds']:7.1f}{s['seconds'] / total:7.0%}"
+                     f"{s['flops'] / 1e6:8,.0f}")
+    return "\n".join(lines)
 
 
 def describe_time(rows: list[dict]) -> str:
@@ -170,10 +206,12 @@ def describe_time(rows: list[dict]) -> str:
     # the page says the softmax's share of the time is far above its share of the arithmetic
     if soft["seconds"] / total_s < 3 * soft["flops"] / total_f:
         raise AssertionError("the softmax's share of the time is not far above its share of the arithmetic")
-    return (f"the softmax does {soft['flops'] / total_f:.1%} of the arithmetic and takes "
-            f"{soft['seconds'] / total_s:.0%} of the time\n"
-            f"the two products run at {rate:.1f} GFLOP/s, the softmax at {soft_rate:.2f}:\n"
-            f"  {rate / soft_rate:.0f} times slower per operation")
+    return "\n".join([
+        _("the softmax does {flops:.1%} of the arithmetic and takes {time:.0%} of the time",
+          flops=soft["flops"] / total_f, time=soft["seconds"] / total_s),
+        _("the two products run at {rate:.1f} GFLOP/s, the softmax at {soft_rate:.2f}:", rate=rate, soft_rate=soft_rate),
+        "  " + _("{ratio:.0f} times slower per operation", ratio=rate / soft_rate),
+    ])
 
 
 # --------------------------------------------------------------------------------------
@@ -189,6 +227,17 @@ FIVE_BY_HAND = {
     "probs": [0.0151, 0.1118, 0.0411, 0.8263, 0.0056],
     "lse": 5.1908,
 }
+
+
+def describe_online_softmax(worked: dict, x=FIVE, block_size: int = 2) -> str:
+    """:func:`online_softmax_steps`' result as the page prints it: the state after each block, the
+    log-sum-exp and the probabilities."""
+    lines = [_("x = {x} in blocks of {size}; start: max -inf, sum 0", x=x, size=block_size)]
+    for block, m, s in worked["steps"]:
+        lines.append("  " + _("after {block:12s} running max {m:.1f}, sum {s:.4f}", block=str(block), m=m, s=s))
+    lines.append(f"lse = {worked['lse']:.4f}")
+    lines.append(_("probabilities {p}", p=" ".join(f"{p:.4f}" for p in worked["probs"])))
+    return "\n".join(lines)
 
 
 def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
@@ -215,7 +264,7 @@ def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
         raise AssertionError("the online softmax's log-sum-exp disagrees")
     if tuple(x) == FIVE and block_size == 2:
         hand = FIVE_BY_HAND
-        got = [(mx, round(sm, 4)) for _, mx, sm in steps]
+        got = [(mx, round(sm, 4)) for _block, mx, sm in steps]
         if any(abs(a - c) > 1e-9 or abs(b - e) > 6e-5 for (a, b), (c, e) in zip(got, hand["states"])):
             raise AssertionError(f"the page's hand-computed states {hand['states']} disagree with the code's {got}")
         if not torch.allclose(probs, torch.tensor(hand["probs"], dtype=t.dtype), atol=6e-5) or abs(lse - hand["lse"]) > 6e-5:
@@ -322,11 +371,19 @@ BLOCK = 128
 
 #: The ways to compute causal attention that the page measures: name -> f(Q, K, V) -> O.
 METHODS = {
-    "plain (chapter 2)": lambda Q, K, V: scaled_dot_product_attention(Q, K, V, causal_mask(Q.shape[-2], Q.device))[0],
-    f"tiled, blocks {BLOCK}": lambda Q, K, V: TiledAttention.apply(Q, K, V, True, BLOCK, BLOCK),
+    _("plain (chapter 2)"): lambda Q, K, V: scaled_dot_product_attention(Q, K, V, causal_mask(Q.shape[-2], Q.device))[0],
+    _("tiled, blocks {block}", block=BLOCK): lambda Q, K, V: TiledAttention.apply(Q, K, V, True, BLOCK, BLOCK),
     "SDPA math": _sdpa("MATH"),
     "SDPA flash": _sdpa("FLASH_ATTENTION"),
 }
+
+
+def describe_tiles(tiles: dict[str, int]) -> str:
+    """:func:`tile_counts`' result, and the share of the tiles computed."""
+    return "\n".join([_("tiles: {tiles:,}, computed: {computed:,}, masked inside: {masked:,}, skipped: {skipped:,}",
+                        tiles=tiles["tiles"], computed=tiles["computed"], masked=tiles["masked inside"],
+                        skipped=tiles["skipped"]),
+                      _("computed: {share:.1%} of the tiles", share=tiles["computed"] / tiles["tiles"])])
 
 
 def _forward_backward(method, Q, K, V, dO):
@@ -368,11 +425,31 @@ def memory_table(sizes=(512, 1024, 2048), d: int = 64, methods=None, repeats: in
                 del O, got
                 run = _forward_backward(method, Q, K, V, dO)
                 seconds = _cpu_seconds(run, repeats)
-                _, seen = largest_tensor(run)
+                _result, seen = largest_tensor(run)
                 peak = process_peak_mib(run)
                 rows.append({"T": T, "method": name, "largest": seen.numel, "largest_mib": 4 * seen.numel / 2**20,
                              "peak_mib": peak, "seconds": seconds, "us_per_row": 1e6 * seconds / T})
     return rows
+
+
+def memory_text(rows: list[dict]) -> str:
+    """:func:`memory_table`'s rows as a table."""
+    method, largest, peak = padded(_("method"), 18), padded(_("largest"), 11, ">"), padded(_("peak MiB"), 10, ">")
+    lines = [f"{'T':>5s}  {method}{largest}{peak}{'ms':>7s}{'us/row':>7s}"]
+    for r in rows:
+        peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
+        lines.append(f"{r['T']:5d}  {padded(r['method'], 18)}{r['largest']:11,d}{peak:>10s}"
+                     f"{1e3 * r['seconds']:7.1f}{r['us_per_row']:7.1f}")
+    return "\n".join(lines)
+
+
+def larger_lengths(lengths=(4096, 8192, 32768)) -> str:
+    """:func:`largest_by_rule` for lengths too long to measure, in MiB of float32."""
+    lines = [_("larger T: the largest tensor by arithmetic, MiB in float32")]
+    for T in lengths:
+        plain, tiled = (n * 4 / 2**20 for n in largest_by_rule(T).values())
+        lines.append("  " + _("T = {T:6,d}: plain {plain:7,.1f}, tiled {tiled:4.1f}", T=T, plain=plain, tiled=tiled))
+    return "\n".join(lines)
 
 
 def largest_by_rule(T: int, d: int = 64, block: int = BLOCK) -> dict[str, int]:
@@ -410,15 +487,33 @@ def describe_memory(rows: list[dict], d: int = 64, block: int = BLOCK) -> str:
     def ratio(method, key):
         return by[last, method][key] / by[first, method][key]
 
-    lines = [f"from T = {first} to {last} (x{growth:.0f}):",
-             f"  largest tensor: plain x{ratio(plain, 'largest'):.0f}, tiled x{ratio(tiled, 'largest'):.0f}"]
+    lines = [_("from T = {first} to {last} (x{growth:.0f}):", first=first, last=last, growth=growth),
+             "  " + _("largest tensor: plain x{plain:.0f}, tiled x{tiled:.0f}", plain=ratio(plain, "largest"),
+                      tiled=ratio(tiled, "largest"))]
     if by[last, plain]["peak_mib"] is not None:
-        lines.append(f"  peak memory at T = {last}: plain {by[last, plain]['peak_mib']:.0f} MiB, "
-                     f"tiled {by[last, tiled]['peak_mib']:.1f} MiB")
-    lines.append(f"  time per query row: plain x{ratio(plain, 'us_per_row'):.1f}, tiled x{ratio(tiled, 'us_per_row'):.1f}")
-    lines.append(f"  time at T = {last}, against the plain formula's:\n"
-                 f"    tiled x{by[last, tiled]['seconds'] / by[last, plain]['seconds']:.2f}, "
-                 f"PyTorch's flash kernel x{by[last, 'SDPA flash']['seconds'] / by[last, plain]['seconds']:.2f}")
+        lines.append("  " + _("peak memory at T = {T}: plain {plain:.0f} MiB, tiled {tiled:.1f} MiB", T=last,
+                              plain=by[last, plain]["peak_mib"], tiled=by[last, tiled]["peak_mib"]))
+    lines.append("  " + _("time per query row: plain x{plain:.1f}, tiled x{tiled:.1f}", plain=ratio(plain, "us_per_row"),
+                          tiled=ratio(tiled, "us_per_row")))
+    lines.append("  " + _("time at T = {T}, against the plain formula's:", T=last))
+    lines.append("    " + _("tiled x{tiled:.2f}, PyTorch's flash kernel x{flash:.2f}",
+                            tiled=by[last, tiled]["seconds"] / by[last, plain]["seconds"],
+                            flash=by[last, "SDPA flash"]["seconds"] / by[last, plain]["seconds"]))
+    return "\n".join(lines)
+
+
+def describe_gpu(rows: list[dict]) -> str:
+    """:func:`gpu_table`'s rows, or why there are none."""
+    if not rows:
+        return _("no CUDA device on the machine that built this page;\n"
+                 "`make bench` measures this where there is one")
+    lines = []
+    for r in rows:
+        if r["ms"] is None:
+            lines.append(f"{r['T']:6d}  {padded(r['method'], 18)} " + _("out of memory"))
+        else:
+            lines.append(f"{r['T']:6d}  {padded(r['method'], 18)}{r['peak_mib']:8.1f} MiB"
+                         f"{r['ms']:8.2f} ms{r['us_per_row']:7.2f} us/row")
     return "\n".join(lines)
 
 
@@ -436,7 +531,7 @@ def gpu_table(sizes=(1024, 4096, 16384), d: int = 64, heads: int = 16, block: in
     for T in sizes:
         generator = torch.Generator(device="cuda").manual_seed(0)
         Q, K, V = (torch.randn(1, heads, T, d, device="cuda", dtype=torch.float16, generator=generator)
-                   .requires_grad_() for _ in range(3))
+                   .requires_grad_() for _repeat in range(3))
         dO = torch.randn_like(Q)
         for name, method in methods.items():
             run = _forward_backward(method, Q, K, V, dO)
@@ -449,7 +544,7 @@ def gpu_table(sizes=(1024, 4096, 16384), d: int = 64, heads: int = 16, block: in
                 torch.cuda.synchronize()
                 peak = (torch.cuda.max_memory_allocated() - before) / 2**20
                 times = []
-                for _ in range(repeats):
+                for _repeat in range(repeats):
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
                     run()
@@ -514,17 +609,47 @@ def gqa_comparison(task: PromptTask, kv_heads=(4, 2, 1), num_steps: int = 150, s
         recipe = {**DECODER_ONLY.training, "num_steps": num_steps}
         history = train_prompt_model(model, task, seed=seed, progress=False, **recipe)
         with _one_thread():
-            answers = complete_prompts(model, task, [s for s, _ in task.test], generate)
-            _, cache = model(task.prompts([task.test[0][0]]))
+            answers = complete_prompts(model, task, [s for s, _target in task.test], generate)
+            _logits, cache = model(task.prompts([task.test[0][0]]))
         if cache[0][0].shape[1] != kv:
             raise AssertionError(f"the model with {kv} key-value heads caches {cache[0][0].shape[1]}")
         d_head = DECODER_ONLY.model["d_model"] // DECODER_ONLY.model["num_heads"]
         rows.append({"kv_heads": kv, "parameters": sum(p.numel() for p in model.parameters()),
                      "cache_bytes": cache_bytes_per_token(len(model.blocks), kv, d_head),
                      "valid_loss": history["valid_loss"][-1],
-                     "accuracy": exact_match(answers, [t for _, t in task.test]),
+                     "accuracy": exact_match(answers, [t for _source, t in task.test]),
                      "cpu_seconds": history["cpu_seconds"]})
     return rows
+
+
+def describe_cache_sizes(model_sizes: dict, published=PUBLISHED, tokens: int = 4096) -> str:
+    """:func:`cache_bytes_per_token` for chapter 8's GPT (``model_sizes``: its recipe's model sizes)
+    with all, half and one of its heads as key-value heads (float32), and for the published models
+    with all their heads and with their key-value heads (float16, per token and for ``tokens``)."""
+    h, layers = model_sizes["num_heads"], model_sizes["num_layers"]
+    d_head = model_sizes["d_model"] // h
+    lines = [_("chapter 8's GPT: {layers} layers, {h} heads of width {d}, float32", layers=layers, h=h, d=d_head)]
+    for kv in (h, h // 2, 1):
+        lines.append("  " + _("{kv} key-value head(s): {size:5,d} bytes per token", kv=kv,
+                              size=cache_bytes_per_token(layers, kv, d_head)))
+    lines.append(_("float16, per token (and for {tokens} tokens):", tokens=tokens))
+    for name, (L, heads, kv, width) in published.items():
+        for n in (heads, kv):
+            size = cache_bytes_per_token(L, n, width, bytes_per_number=2)
+            lines.append(f"  {name:11s} " + _("{n:2d} key-value heads: {kib:5,.0f} KiB ({gib:5.2f} GiB)", n=n,
+                                              kib=size / 2**10, gib=tokens * size / 2**30))
+    return "\n".join(lines)
+
+
+def gqa_table(rows: list[dict]) -> str:
+    """:func:`gqa_comparison`'s rows as a table."""
+    header = [padded(_("kv heads"), 8, ">"), padded(_("params"), 8, ">"), padded(_("cache B/token"), 14, ">"),
+              padded(_("valid loss"), 11, ">"), padded(_("exact match"), 12, ">"), padded(_("CPU s"), 7, ">")]
+    lines = ["".join(header)]
+    for r in rows:
+        lines.append(f"{r['kv_heads']:8d}{r['parameters']:8,d}{r['cache_bytes']:14,d}"
+                     f"{r['valid_loss']:11.3f}{r['accuracy']:12.1%}{r['cpu_seconds']:7.1f}")
+    return "\n".join(lines)
 
 
 def describe_gqa(rows: list[dict]) -> str:
@@ -533,15 +658,23 @@ def describe_gqa(rows: list[dict]) -> str:
     best = max(rows, key=lambda r: r["accuracy"])
     spread = 100 * (max(r["accuracy"] for r in rows) - min(r["accuracy"] for r in rows))
     drop = 100 * (full["accuracy"] - least["accuracy"])
-    few, many = f"{least['kv_heads']} key-value head(s)", f"{full['kv_heads']}"
-    verdict = (f"{few} scored " + (f"as {many} did" if drop == 0 else
-               f"{abs(drop):.1f} points {'below' if drop > 0 else 'above'} {many}"))
-    return (f"{few}: a cache {full['cache_bytes'] // least['cache_bytes']} times smaller than {many}'s,\n"
-            f"  {full['parameters'] - least['parameters']:,} fewer parameters\n"
-            f"{verdict}\n"
-            f"the best: {best['kv_heads']} key-value head(s), {best['accuracy']:.1%}; "
-            f"all {len(rows)} within {spread:.1f} points\n"
-            f"validation loss from {min(r['valid_loss'] for r in rows):.3f} to {max(r['valid_loss'] for r in rows):.3f}")
+    few, many = least["kv_heads"], full["kv_heads"]
+    if drop == 0:
+        verdict = _("{few} key-value head(s) scored as {many} did", few=few, many=many)
+    elif drop > 0:
+        verdict = _("{few} key-value head(s) scored {drop:.1f} points below {many}", few=few, drop=abs(drop), many=many)
+    else:
+        verdict = _("{few} key-value head(s) scored {drop:.1f} points above {many}", few=few, drop=abs(drop), many=many)
+    return "\n".join([
+        _("{few} key-value head(s): a cache {times} times smaller than {many}'s,", few=few,
+          times=full["cache_bytes"] // least["cache_bytes"], many=many),
+        "  " + _("{fewer:,} fewer parameters", fewer=full["parameters"] - least["parameters"]),
+        verdict,
+        _("the best: {best} key-value head(s), {accuracy:.1%}; all {n} within {spread:.1f} points",
+          best=best["kv_heads"], accuracy=best["accuracy"], n=len(rows), spread=spread),
+        _("validation loss from {low:.3f} to {high:.3f}", low=min(r["valid_loss"] for r in rows),
+          high=max(r["valid_loss"] for r in rows)),
+    ])
 
 
 # --------------------------------------------------------------------------------------
@@ -556,7 +689,7 @@ def receptive_field(size: int, window: int, layers: int) -> torch.Tensor:
     Checked: the last query reaches back ``layers * (window - 1) + 1`` positions, or all."""
     step = sliding_window_mask(size, window).to(torch.int64)
     reach = torch.eye(size, dtype=torch.int64)
-    for _ in range(layers):
+    for _repeat in range(layers):
         reach = ((step @ reach) > 0).to(torch.int64)
     reach = reach.bool()
     if int(reach[-1].sum()) != min(size, layers * (window - 1) + 1):
@@ -572,15 +705,38 @@ def plot_receptive_field(size: int = 16, window: int = 4, layers=(1, 2, 3)):
     for ax, L in zip(axes, layers):
         reach = receptive_field(size, window, L)
         ax.imshow(reach.numpy(), cmap="Blues", vmin=0, vmax=1.4)
-        ax.set_title(f"{L} layer{'s' if L > 1 else ''}: the last sees {min(size, L * (window - 1) + 1)}", fontsize=LABEL)
-        ax.set_xlabel("key position", fontsize=SMALLEST)
+        seen = min(size, L * (window - 1) + 1)
+        ax.set_title(_("{L} layers: the last sees {seen}", L=L, seen=seen) if L > 1
+                     else _("1 layer: the last sees {seen}", seen=seen), fontsize=LABEL)
+        ax.set_xlabel(_("key position"), fontsize=SMALLEST)
         ax.set_xticks([0, size - 1])
         ax.set_yticks([0, size - 1])
         ax.tick_params(labelsize=SMALLEST)
-    axes[0].set_ylabel("query position", fontsize=SMALLEST)
-    fig.suptitle(f"sliding window W = {window}: what the last position can see grows by W - 1 per layer",
+    axes[0].set_ylabel(_("query position"), fontsize=SMALLEST)
+    fig.suptitle(_("sliding window W = {W}: what the last position can see grows by W - 1 per layer", W=window),
                  fontsize=LABEL)
     return fig
+
+
+def describe_receptive_field(window: int = 4, depths=(1, 2, 3, 4), size: int = 64) -> str:
+    """How far back the last position of ``size`` sees after each number of layers of ``depths``,
+    against ``L (W - 1) + 1``; and the same rule for Mistral 7B."""
+    lines = []
+    for L in depths:
+        seen = int(receptive_field(size, window, L)[-1].sum())
+        lines.append(_("W = {W}, {L} layer(s): the last sees {seen} = {L} x ({W} - 1) + 1", W=window, L=L, seen=seen))
+    L, W = 32, 4096  # Mistral 7B
+    lines.append(_("Mistral 7B, {L} layers, W = {W:,}: {positions:,} positions", L=L, W=W, positions=L * (W - 1) + 1))
+    return "\n".join(lines)
+
+
+def slots_text(length: int = 7, window: int = 3) -> str:
+    """:func:`rolling_slots`, one line per position: which position each slot holds (``.``: empty)."""
+    lines = []
+    for t, slots in enumerate(rolling_slots(length, window)):
+        shown = "  ".join("  ." if p < 0 else f"{p:3d}" for p in slots)
+        lines.append(_("after position {t}: slots [{shown} ]", t=t, shown=shown))
+    return "\n".join(lines)
 
 
 def rolling_slots(length: int, window: int) -> list[list[int]]:
@@ -615,6 +771,20 @@ class _CacheWatch(nn.Module):
 WINDOW_MODEL = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "d_ff": 64, "num_layers": 3, "max_len": 64}
 
 
+def describe_window_generation(rolled: dict) -> str:
+    """:func:`window_generation`'s result as the page prints it."""
+    return "\n".join([
+        _("W = {W}, {layers} layers, {n} new tokens", W=rolled["window"], layers=rolled["layers"],
+          n=rolled["new_tokens"]),
+        _("most positions in a layer's cache: {n}", n=rolled["cache_max"]),
+        _("rolling cache vs the whole sequence: same tokens {same},", same=rolled["same_tokens"]),
+        "  " + _("logits within {gap:.1e}", gap=rolled["logit_gap"]),
+        _("re-reading the last W tokens: logits off by up to {gap:.2f},", gap=rolled["reread_gap"]),
+        "  " + _("{differ} of {n} greedy tokens different", differ=rolled["reread_tokens_differ"],
+                 n=rolled["new_tokens"]),
+    ])
+
+
 @torch.no_grad()
 def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40, seed: int = 0) -> dict:
     """Greedy generation by the reference ``generate_with_window`` with a rolling cache, on a randomly
@@ -632,7 +802,7 @@ def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40
     watched = _CacheWatch(model)
     tokens, logits = generate_with_window(watched, prompt, new_tokens, window)
     T = tokens.shape[1]
-    whole, _ = model(tokens, attn_mask=sliding_window_mask(T, window))
+    whole, _cache = model(tokens, attn_mask=sliding_window_mask(T, window))
     whole = whole[:, prompt_len - 1:T - 1]
     same = bool(torch.equal(whole.argmax(-1), tokens[:, prompt_len:]))
     def reread(seq, t):  # the next-token logits at position t from the last `window` tokens alone
@@ -671,7 +841,7 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     needs, the rest of the tensors stay in slow memory."""
     fig, ax = _canvas(WIDTH, 5.6)
     cell, x0, y_top = 0.62, 0.75, 4.55
-    ax.text(0.05, 5.35, "tiled causal attention: outer loop over query blocks, inner over key blocks",
+    ax.text(0.05, 5.35, _("tiled causal attention: outer loop over query blocks, inner over key blocks"),
             ha="left", va="center", fontsize=LABEL, weight="bold")
     turn = 0
     for i in range(blocks):
@@ -679,7 +849,7 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
         for j in range(blocks):
             x, y = x0 + j * cell, y_top - (i + 1) * cell
             if j > i:
-                colour, label = _SKIPPED, "skip"
+                colour, label = _SKIPPED, _("skip")
             else:
                 turn += 1
                 colour, label = (_NOW if (i, j) == now else _DIAGONAL if i == j else _FULL), str(turn)
@@ -689,35 +859,35 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     for j in range(blocks):
         ax.text(x0 + (j + 0.5) * cell, y_top + 0.12, f"K{j + 1},V{j + 1}", ha="center", va="bottom", fontsize=SMALLEST)
     grid_bottom = y_top - blocks * cell
-    legend = [(_FULL, "computed, no mask"), (_DIAGONAL, "diagonal: mask inside"), (_NOW, "in fast memory now")]
+    legend = [(_FULL, _("computed, no mask")), (_DIAGONAL, _("diagonal: mask inside")), (_NOW, _("in fast memory now"))]
     for k, (colour, text) in enumerate(legend):
         y = grid_bottom - 0.35 - 0.32 * k
         ax.add_patch(Rectangle((x0, y - 0.1), 0.2, 0.2, facecolor=colour, edgecolor="#444444"))
         ax.text(x0 + 0.3, y, text, ha="left", va="center", fontsize=SMALLEST)
-    ax.text(x0, grid_bottom - 0.35 - 0.32 * len(legend), "skip: every key is in the future",
+    ax.text(x0, grid_bottom - 0.35 - 0.32 * len(legend), _("skip: every key is in the future"),
             ha="left", va="center", fontsize=SMALLEST)
     # slow and fast memory, right of the grid
     qi, kj = now[0] + 1, now[1] + 1
     slow = _box(ax, 5.45, 4.35, 3.6, 1.05, "", "data")
-    ax.text(slow["left"][0] + 0.1, 4.72, "slow memory (GPU: HBM; CPU: RAM)", ha="left", va="center",
+    ax.text(slow["left"][0] + 0.1, 4.72, _("slow memory (GPU: HBM; CPU: RAM)"), ha="left", va="center",
             fontsize=SMALLEST, weight="bold")
     ax.text(slow["left"][0] + 0.1, 4.25, "Q, K, V, O  (B, h, T, d)\nlse          (B, h, T)", ha="left",
             va="center", fontsize=SHAPE, family="monospace")
     fast = _box(ax, 5.45, 2.3, 3.6, 1.9, "", "attention")
-    ax.text(fast["left"][0] + 0.1, 3.0, "fast memory (GPU: SRAM)", ha="left", va="center", fontsize=SMALLEST,
+    ax.text(fast["left"][0] + 0.1, 3.0, _("fast memory (GPU: SRAM)"), ha="left", va="center", fontsize=SMALLEST,
             weight="bold")
     ax.text(fast["left"][0] + 0.1, 2.15,
-            f"Q{qi}              (b_q, d)\n"
-            f"K{kj}, V{kj}          (b_k, d)\n"
-            f"S = Q{qi} K{kj}ᵀ / √d  (b_q, b_k)\n"
-            f"max m, sum l    (b_q)\n"
-            f"O{qi} so far       (b_q, d)",
+            _("Q{q}              (b_q, d)\n"
+              "K{k}, V{k}          (b_k, d)\n"
+              "S = Q{q} K{k}ᵀ / √d  (b_q, b_k)\n"
+              "max m, sum l    (b_q)\n"
+              "O{q} so far       (b_q, d)", q=qi, k=kj),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
-    ax.text(fast["left"][0], fast["bottom"][1] - 0.3, "each turn: S, then m, l and O rescaled;\nS is dropped",
+    ax.text(fast["left"][0], fast["bottom"][1] - 0.3, _("each turn: S, then m, l and O rescaled;\nS is dropped"),
             ha="left", va="center", fontsize=SMALLEST)
-    _arrow(ax, (4.9, slow["bottom"][1]), (4.9, fast["top"][1]), f"Q{qi} once, K{kj} V{kj}", side="left")
-    _arrow(ax, (6.0, fast["top"][1]), (6.0, slow["bottom"][1]), f"O{qi}, lse at\nthe row's end")
-    ax.text(0.05, 0.3, "per query block: O and lse are written once; the (T, T) matrix never exists",
+    _arrow(ax, (4.9, slow["bottom"][1]), (4.9, fast["top"][1]), _("Q{q} once, K{k} V{k}", q=qi, k=kj), side="left")
+    _arrow(ax, (6.0, fast["top"][1]), (6.0, slow["bottom"][1]), _("O{q}, lse at\nthe row's end", q=qi))
+    ax.text(0.05, 0.3, _("per query block: O and lse are written once; the (T, T) matrix never exists"),
             ha="left", va="center", fontsize=SMALLEST)
     return fig
 
@@ -727,15 +897,17 @@ def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
     query heads), grouped-query and multi-query attention; query head ``i`` reads key-value head
     ``i // (num_heads // num_kv_heads)``. Beside each: what the cache holds per position and layer."""
     fig, ax = _canvas(WIDTH, 5.7)
-    names = {num_heads: "multi-head", 1: "multi-query"}
+    names = {num_heads: _("multi-head"), 1: _("multi-query")}
     cell = 0.5
     x0 = 0.35
     for row, kv in enumerate(groups):
         y_q = 5.05 - row * 1.7
         y_kv = y_q - 0.85
         group = num_heads // kv
-        title = names.get(kv, "grouped-query")
-        ax.text(x0 - 0.3, y_q + 0.42, f"{title}: {num_heads} query heads, {kv} key-value head{'s' if kv > 1 else ''}",
+        title = names.get(kv) or _("grouped-query")
+        heading = (_("{title}: {h} query heads, {kv} key-value heads", title=title, h=num_heads, kv=kv) if kv > 1
+                   else _("{title}: {h} query heads, 1 key-value head", title=title, h=num_heads))
+        ax.text(x0 - 0.3, y_q + 0.42, heading,
                 ha="left", va="center", fontsize=SMALLEST, weight="bold")
         kv_boxes = []
         for k in range(kv):
@@ -750,9 +922,10 @@ def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
                     linewidth=1.0)
         x_text = x0 + num_heads * cell + 0.3
         ax.text(x_text, (y_q + y_kv) / 2,
-                f"cache per position and layer:\n2 x {kv} x d numbers"
-                + (f"\n{group} query heads share each" if group > 1 else "\none key-value head per query head"),
+                _("cache per position and layer:\n2 x {kv} x d numbers\n{group} query heads share each", kv=kv,
+                  group=group) if group > 1 else
+                _("cache per position and layer:\n2 x {kv} x d numbers\none key-value head per query head", kv=kv),
                 ha="left", va="center", fontsize=SMALLEST)
-    ax.text(0.05, 0.2, "keys and values (B, h_kv, T, d); queries (B, h, T, d); head i reads i // (h / h_kv)",
+    ax.text(0.05, 0.2, _("keys and values (B, h_kv, T, d); queries (B, h, T, d); head i reads i // (h / h_kv)"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
     return fig

@@ -20,6 +20,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from figures.i18n import _
+
 WIDTH = 7.6  # inches: the widest picture, drawn for the book's content column
 SMALLEST = 10  # points: the smallest text of any picture
 LABEL = 11  # points: text inside boxes
@@ -110,9 +112,9 @@ def _encoder_column(ax, x: float, y0: float, sequence: str, ids_label: str) -> d
     w = 2.2
     shape = f"(B, {sequence}, D)"
     ids = _box(ax, x, y0, w, 0.4, ids_label, "data")
-    emb = _box(ax, x, y0 + 0.95, w, 0.45, "embedding × √D", "embed")
+    emb = _box(ax, x, y0 + 0.95, w, 0.45, _("embedding × √D"), "embed")
     _arrow(ax, ids["top"], emb["bottom"], f"(B, {sequence})")
-    pos = _box(ax, x, y0 + 1.85, w, 0.45, "+ positional encoding", "embed")
+    pos = _box(ax, x, y0 + 1.85, w, 0.45, _("+ positional encoding"), "embed")
     _arrow(ax, emb["top"], pos["bottom"], shape)
     return {"ids": ids, "embedding": emb, "positions": pos, "width": w, "shape": shape}
 
@@ -125,7 +127,7 @@ def _sublayer(ax, x: float, y_in: float, w: float, label: str, role: str, shape:
     layer = _box(ax, x, y_in + 0.65, w, 0.5, label, role)
     _arrow(ax, (x, y_in), layer["bottom"], in_shape or shape,
            side="right" if residual_side == "left" else "left")
-    norm = _box(ax, x, y_in + 1.45, w, 0.4, "add & norm", "norm")
+    norm = _box(ax, x, y_in + 1.45, w, 0.4, _("add & norm"), "norm")
     _arrow(ax, layer["top"], norm["bottom"], shape, side="right" if residual_side == "left" else "left")
     _residual(ax, x, w / 2, y_in + 0.15, y_in + 1.45, side=residual_side)
     return y_in + 1.65, layer
@@ -148,24 +150,24 @@ def draw_encoder():
     output the memory, because a decoder reads it; here nothing does)."""
     fig, ax = _canvas(6.0, 7.85)
     x = 2.6
-    col = _encoder_column(ax, x, 0.35, "S", "source ids")
+    col = _encoder_column(ax, x, 0.35, "S", _("source ids"))
     w, shape = col["width"], col["shape"]
     start = col["positions"]["top"][1]
-    y, att = _sublayer(ax, x, start, w, "multi-head\nself-attention", "attention", shape)
+    y, att = _sublayer(ax, x, start, w, _("multi-head\nself-attention"), "attention", shape)
     ax.text(att["right"][0] + 0.15, att["right"][1],
-            "heads: (B, h, S, d)\nweights: (B, h, S, S)\npadding mask: (B, 1, S)",
+            _("heads: (B, h, S, d)\nweights: (B, h, S, S)\npadding mask: (B, 1, S)"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
-    y, ffn = _sublayer(ax, x, y, w, "feed-forward\n(ReLU)", "ffn", shape)
-    ax.text(ffn["right"][0] + 0.15, ffn["right"][1], "hidden: (B, S, F)\nsame weights at\nevery position",
+    y, ffn = _sublayer(ax, x, y, w, _("feed-forward\n(ReLU)"), "ffn", shape)
+    ax.text(ffn["right"][0] + 0.15, ffn["right"][1], _("hidden: (B, S, F)\nsame weights at\nevery position"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
     _repeat(ax, x, w, start + 0.1, y, x - w / 2 - 0.5, "right")
-    output = _box(ax, x, y + 0.75, w, 0.45, "encoder output", "data")
+    output = _box(ax, x, y + 0.75, w, 0.45, _("encoder output"), "data")
     _arrow(ax, (x, y), output["bottom"], shape)
-    ax.text(output["right"][0] + 0.15, output["right"][1], "one vector\nper token", ha="left", va="center",
+    ax.text(output["right"][0] + 0.15, output["right"][1], _("one vector\nper token"), ha="left", va="center",
             fontsize=SMALLEST)
-    tagger = _box(ax, x, y + 1.55, w, 0.45, "tagger: linear D → 2", "linear")
+    tagger = _box(ax, x, y + 1.55, w, 0.45, _("tagger: linear D → 2"), "linear")
     _arrow(ax, output["top"], tagger["bottom"], "(B, S, D)")
-    ax.text(tagger["right"][0] + 0.15, tagger["right"][1], "logits (B, S, 2)", ha="left", va="center",
+    ax.text(tagger["right"][0] + 0.15, tagger["right"][1], _("logits (B, S, 2)"), ha="left", va="center",
             fontsize=SHAPE, family="monospace")
     return fig
 
@@ -175,37 +177,37 @@ def draw_transformer():
     column on the right, the memory feeding every decoder block's cross-attention."""
     fig, ax = _canvas(WIDTH, 9.3)
     xe, xd = 1.95, 5.2
-    enc = _encoder_column(ax, xe, 0.35, "S", "source ids")
-    dec = _encoder_column(ax, xd, 0.35, "T", "target ids, shifted right")
+    enc = _encoder_column(ax, xe, 0.35, "S", _("source ids"))
+    dec = _encoder_column(ax, xd, 0.35, "T", _("target ids, shifted right"))
     w = enc["width"]
     e0 = enc["positions"]["top"][1]
-    ey, self_attention = _sublayer(ax, xe, e0, w, "multi-head\nself-attention", "attention", "(B, S, D)")
-    ax.text(self_attention["right"][0] + 0.1, self_attention["right"][1], "padding\nmask\n(B, 1, S)",
+    ey, self_attention = _sublayer(ax, xe, e0, w, _("multi-head\nself-attention"), "attention", "(B, S, D)")
+    ax.text(self_attention["right"][0] + 0.1, self_attention["right"][1], _("padding\nmask\n(B, 1, S)"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
-    ey, _ = _sublayer(ax, xe, ey, w, "feed-forward", "ffn", "(B, S, D)")
+    ey, _ffn = _sublayer(ax, xe, ey, w, _("feed-forward"), "ffn", "(B, S, D)")
     _repeat(ax, xe, w, e0 + 0.1, ey, xe - w / 2 - 0.5, "right")
-    memory = _box(ax, xe, ey + 0.75, w, 0.42, "memory", "data")
+    memory = _box(ax, xe, ey + 0.75, w, 0.42, _("memory"), "data")
     _arrow(ax, (xe, ey), memory["bottom"], "(B, S, D)")
     d0 = dec["positions"]["top"][1]
     # the decoder's residual lines run on the right, so that the memory arrow, coming from the
     # left, meets nothing on its way into the cross-attention
-    dy, masked = _sublayer(ax, xd, d0, w, "masked multi-head\nself-attention", "attention", "(B, T, D)",
+    dy, masked = _sublayer(ax, xd, d0, w, _("masked multi-head\nself-attention"), "attention", "(B, T, D)",
                            residual_side="right")
-    ax.text(masked["right"][0] + 0.45, masked["right"][1], "causal\nmask\n(T, T)", ha="left",
+    ax.text(masked["right"][0] + 0.45, masked["right"][1], _("causal\nmask\n(T, T)"), ha="left",
             va="center", fontsize=SHAPE, family="monospace")
-    dy, cross = _sublayer(ax, xd, dy, w, "cross-attention", "attention", "(B, T, D)",
-                          in_shape="queries (B, T, D)", residual_side="right")
-    ax.text(cross["right"][0] + 0.45, cross["right"][1], "weights\n(B, h,\n T, S)", ha="left",
+    dy, cross = _sublayer(ax, xd, dy, w, _("cross-attention"), "attention", "(B, T, D)",
+                          in_shape=_("queries (B, T, D)"), residual_side="right")
+    ax.text(cross["right"][0] + 0.45, cross["right"][1], _("weights\n(B, h,\n T, S)"), ha="left",
             va="center", fontsize=SHAPE, family="monospace")
-    dy, _ = _sublayer(ax, xd, dy, w, "feed-forward", "ffn", "(B, T, D)", residual_side="right")
+    dy, _ffn = _sublayer(ax, xd, dy, w, _("feed-forward"), "ffn", "(B, T, D)", residual_side="right")
     _repeat(ax, xd, w, d0 + 0.1, dy, xd + w / 2 + 0.5, "left", residual_side="right")
     # the memory reaches the cross-attention of every decoder block, with the source's padding mask
     _arrow(ax, memory["right"], cross["left"], connection="arc3,rad=-0.2")
-    ax.text(xe, memory["top"][1] + 0.15, "to every cross-attention:\nkeys, values (B, S, D) and\n"
-            "source padding mask (B, 1, S)", ha="center", va="bottom", fontsize=SHAPE, family="monospace")
-    linear = _box(ax, xd, dy + 0.7, w, 0.42, "linear D → V", "linear")
+    ax.text(xe, memory["top"][1] + 0.15, _("to every cross-attention:\nkeys, values (B, S, D) and\n"
+              "source padding mask (B, 1, S)"), ha="center", va="bottom", fontsize=SHAPE, family="monospace")
+    linear = _box(ax, xd, dy + 0.7, w, 0.42, _("linear D → V"), "linear")
     _arrow(ax, (xd, dy), linear["bottom"], "(B, T, D)")
-    logits = _box(ax, xd, dy + 1.45, w, 0.42, "logits", "data")
+    logits = _box(ax, xd, dy + 1.45, w, 0.42, _("logits"), "data")
     _arrow(ax, linear["top"], logits["bottom"], "(B, T, V)")
     return fig
 
@@ -217,25 +219,26 @@ def draw_multihead():
     """Multi-head attention (chapter 4): project, split, attend per head, merge, W_o."""
     fig, ax = _canvas(WIDTH, 4.2)
     rows = {"queries": (3.4, "n"), "keys": (2.3, "m"), "values": (1.2, "m")}
+    names = {"queries": _("queries"), "keys": _("keys"), "values": _("values")}
     splits = {}
     for name, (y, length) in rows.items():
-        _box(ax, 0.5, y, 0.9, 0.45, name, "data")
+        _box(ax, 0.5, y, 0.9, 0.45, names[name], "data")
         proj = _box(ax, 1.85, y, 0.6, 0.45, f"W_{name[0]}", "linear")
         _arrow(ax, (0.95, y), proj["left"], f"(B,{length},D)", side="above", offset=0.04)
-        splits[name] = _box(ax, 3.05, y, 0.7, 0.45, "split", "linear")
+        splits[name] = _box(ax, 3.05, y, 0.7, 0.45, _("split"), "linear")
         _arrow(ax, proj["right"], splits[name]["left"], f"(B,{length},D)", side="above", offset=0.04)
-    attention = _box(ax, 4.8, 2.3, 1.2, 2.6, "scaled\ndot-product\nattention\nin every\nhead", "attention")
+    attention = _box(ax, 4.8, 2.3, 1.2, 2.6, _("scaled\ndot-product\nattention\nin every\nhead"), "attention")
     for name, (y, length) in rows.items():
         _arrow(ax, splits[name]["right"], (attention["left"][0], y), f"(B,h,{length},d)",
                side="above", offset=0.04)
-    ax.text(4.8, 0.85, "weights (B,h,n,m)", ha="center", va="top", fontsize=SHAPE, family="monospace")
-    merge = _box(ax, 6.55, 3.4, 0.7, 0.45, "merge", "linear")
+    ax.text(4.8, 0.85, _("weights (B,h,n,m)"), ha="center", va="top", fontsize=SHAPE, family="monospace")
+    merge = _box(ax, 6.55, 3.4, 0.7, 0.45, _("merge"), "linear")
     _arrow(ax, (attention["right"][0], 3.4), merge["left"], "(B,h,n,d)", side="above", offset=0.04)
     w_o = _box(ax, 6.55, 2.3, 0.7, 0.45, "W_o", "linear")
     _arrow(ax, merge["bottom"], w_o["top"], "(B,n,D)")
-    out = _box(ax, 6.55, 1.2, 0.9, 0.45, "output", "data")
+    out = _box(ax, 6.55, 1.2, 0.9, 0.45, _("output"), "data")
     _arrow(ax, w_o["bottom"], out["top"], "(B,n,D)")
-    ax.text(0.05, 0.3, "h heads of width d = D/h; each scales its scores by 1/√d",
+    ax.text(0.05, 0.3, _("h heads of width d = D/h; each scales its scores by 1/√d"),
             ha="left", va="center", fontsize=SMALLEST)
     return fig
 
@@ -254,37 +257,37 @@ def draw_bahdanau():
         if states:
             _arrow(ax, states[-1]["right"], gru["left"])
         states.append(gru)
-    ax.text(4.85, 1.2, "encoder states\nh(1) … h(S): (B, S, H)", ha="left", va="center",
+    ax.text(4.85, 1.2, _("encoder states\nh(1) … h(S): (B, S, H)"), ha="left", va="center",
             fontsize=SHAPE, family="monospace")
-    ax.text(4.85, 0.35, "embedded source (B, S, E)", ha="left", va="center", fontsize=SHAPE,
+    ax.text(4.85, 0.35, _("embedded source (B, S, E)"), ha="left", va="center", fontsize=SHAPE,
             family="monospace")
-    attention = _box(ax, 2.5, 2.55, 3.9, 0.6, "additive attention: keys = values = h(1) … h(S)",
+    attention = _box(ax, 2.5, 2.55, 3.9, 0.6, _("additive attention: keys = values = h(1) … h(S)"),
                      "attention")
     for gru in states:
         _arrow(ax, gru["top"], (gru["top"][0], attention["bottom"][1]), colour="#999999")
     previous = _box(ax, 6.6, 2.55, 1.3, 0.45, "s(t-1)", "rnn")
-    _arrow(ax, previous["left"], attention["right"], "query (B, H)", side="above", offset=0.04)
-    ax.text(6.6, 2.1, "previous state", ha="center", va="center", fontsize=SMALLEST)
+    _arrow(ax, previous["left"], attention["right"], _("query (B, H)"), side="above", offset=0.04)
+    ax.text(6.6, 2.1, _("previous state"), ha="center", va="center", fontsize=SMALLEST)
     # the decoder's first state is the encoder's last: s(0) = h(S), drawn dashed
     last, y_route, x_route = states[-1], 1.8, 7.45
     ax.plot([last["top"][0], last["top"][0], x_route, x_route], [last["top"][1], y_route, y_route, previous["right"][1]],
             color="#2a6f97", linestyle="--", linewidth=1.4, zorder=0)
     _arrow(ax, (x_route, previous["right"][1]), previous["right"], colour="#2a6f97")
-    ax.text(4.85, y_route - 0.17, "first step: s(0) = h(S)", ha="left", va="center", fontsize=SMALLEST,
+    ax.text(4.85, y_route - 0.17, _("first step: s(0) = h(S)"), ha="left", va="center", fontsize=SMALLEST,
             color="#1d4e6b")
-    context = _box(ax, 2.5, 3.6, 1.5, 0.42, "context c(t)", "data")
-    _arrow(ax, attention["top"], context["bottom"], "weights (B, S), sum to 1")
-    concat = _box(ax, 2.5, 4.5, 1.5, 0.42, "concatenate", "linear")
+    context = _box(ax, 2.5, 3.6, 1.5, 0.42, _("context c(t)"), "data")
+    _arrow(ax, attention["top"], context["bottom"], _("weights (B, S), sum to 1"))
+    concat = _box(ax, 2.5, 4.5, 1.5, 0.42, _("concatenate"), "linear")
     _arrow(ax, context["top"], concat["bottom"], "(B, H)")
-    embed = _box(ax, 0.75, 4.5, 1.3, 0.42, "embed y(t-1)", "embed")
+    embed = _box(ax, 0.75, 4.5, 1.3, 0.42, _("embed y(t-1)"), "embed")
     _arrow(ax, embed["right"], concat["left"])
     ax.text(1.4, 4.15, "(B, E)", ha="left", va="center", fontsize=SHAPE, family="monospace")
     gru = _box(ax, 6.6, 4.5, 1.0, 0.45, "GRU", "rnn")
     _arrow(ax, concat["right"], gru["left"], "(B, E + H)", side="above", offset=0.04)
-    _arrow(ax, previous["top"], gru["bottom"], "state")
-    out = _box(ax, 6.6, 5.4, 1.7, 0.42, "linear: logits (B, V)", "linear")
+    _arrow(ax, previous["top"], gru["bottom"], _("state"))
+    out = _box(ax, 6.6, 5.4, 1.7, 0.42, _("linear: logits (B, V)"), "linear")
     _arrow(ax, gru["top"], out["bottom"], "s(t)", side="left")
-    ax.text(0.05, 5.45, "one output step t; s(t) is the next step's query", ha="left",
+    ax.text(0.05, 5.45, _("one output step t; s(t) is the next step's query"), ha="left",
             va="center", fontsize=SMALLEST)
     return fig
 
@@ -305,33 +308,33 @@ def draw_teacher_forcing(target: str = "1998-03-03", steps: int = 4):
     fig, ax = _canvas(WIDTH, 5.3)
     chars = list(target[:steps])
     x0 = 0.85
-    ax.text(0.05, 5.05, "training: teacher forcing", ha="left", va="center", fontsize=LABEL, weight="bold")
-    ax.text(0.05, 4.7, "one pass, all positions at once", ha="left", va="center", fontsize=SMALLEST)
+    ax.text(0.05, 5.05, _("training: teacher forcing"), ha="left", va="center", fontsize=LABEL, weight="bold")
+    ax.text(0.05, 4.7, _("one pass, all positions at once"), ha="left", va="center", fontsize=SMALLEST)
     inputs = _token_row(ax, x0, 1.0, ["<bos>"] + chars[:-1])
-    ax.text(x0 - 0.3, 1.0, "input", ha="right", va="center", fontsize=SMALLEST)
-    decoder = _box(ax, x0 + 0.25 * (steps - 1), 2.3, 0.5 * steps, 0.7, "decoder\n(causal mask)", "attention")
+    ax.text(x0 - 0.3, 1.0, _("input"), ha="right", va="center", fontsize=SMALLEST)
+    decoder = _box(ax, x0 + 0.25 * (steps - 1), 2.3, 0.5 * steps, 0.7, _("decoder\n(causal mask)"), "attention")
     for b in inputs:
         _arrow(ax, b["top"], (b["top"][0], decoder["bottom"][1]))
     labels = _token_row(ax, x0, 3.6, chars, "linear")
-    ax.text(x0 - 0.3, 3.6, "label", ha="right", va="center", fontsize=SMALLEST)
+    ax.text(x0 - 0.3, 3.6, _("label"), ha="right", va="center", fontsize=SMALLEST)
     for b in labels:
         _arrow(ax, (b["bottom"][0], decoder["top"][1]), b["bottom"])
-    ax.text(0.05, 4.2, "a loss at every position", ha="left", va="center", fontsize=SMALLEST)
-    ax.text(0.05, 0.4, "input: the true target,\nshifted right", ha="left", va="center", fontsize=SMALLEST)
+    ax.text(0.05, 4.2, _("a loss at every position"), ha="left", va="center", fontsize=SMALLEST)
+    ax.text(0.05, 0.4, _("input: the true target,\nshifted right"), ha="left", va="center", fontsize=SMALLEST)
     ax.plot([3.05, 3.05], [0.2, 5.2], color="#bbbbbb", linewidth=1.0)
-    ax.text(3.25, 5.05, "inference: greedy decoding", ha="left", va="center", fontsize=LABEL, weight="bold")
-    ax.text(3.25, 4.7, "one run per token; the argmax is fed back", ha="left", va="center", fontsize=SMALLEST)
+    ax.text(3.25, 5.05, _("inference: greedy decoding"), ha="left", va="center", fontsize=LABEL, weight="bold")
+    ax.text(3.25, 4.7, _("one run per token; the argmax is fed back"), ha="left", va="center", fontsize=SMALLEST)
     for step in range(steps):
         y = 4.1 - step * 0.95
         row = _token_row(ax, 3.75, y, ["<bos>"] + chars[:step])
         ax.text(3.4, y, f"{step + 1}", ha="right", va="center", fontsize=SMALLEST)
         x_dec = row[-1]["right"][0] + 0.6
-        dec = _box(ax, x_dec, y, 0.8, 0.36, "decoder", "attention", size=SMALLEST)
+        dec = _box(ax, x_dec, y, 0.8, 0.36, _("decoder"), "attention", size=SMALLEST)
         _arrow(ax, row[-1]["right"], dec["left"])
         out = _box(ax, x_dec + 0.85, y, 0.45, 0.36, chars[step], "linear", size=SMALLEST)
         _arrow(ax, dec["right"], out["left"])
         if step + 1 < steps:
             _arrow(ax, out["bottom"], (3.75 + 0.5 * (step + 1), y - 0.95 + 0.2), colour="#999999",
                    connection="arc3,rad=-0.15")
-    ax.text(3.25, 0.3, "… until <eos> or max_len", ha="left", va="center", fontsize=SMALLEST)
+    ax.text(3.25, 0.3, _("… until <eos> or max_len"), ha="left", va="center", fontsize=SMALLEST)
     return fig

@@ -12,6 +12,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from figures.i18n import _
+
 # Chapter 2: three tokens, d = 4; rows are tokens.
 QUERIES = [[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]
 KEYS = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
@@ -58,16 +60,16 @@ def three_token_attention() -> str:
     fused = F.scaled_dot_product_attention(Q, K, V)
     fused_masked = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
     parts = [
-        _show("scores Q K^T", scores),
-        _show(f"scaled scores Q K^T / sqrt({d})", scaled),
-        _show("weights softmax(scaled scores), each row sums to 1", weights),
-        _show("output weights @ V", output),
-        _show("scaled scores with key 3 masked (-inf)", masked_scaled),
-        _show("masked weights", masked_weights),
-        _show("masked output", masked_output),
-        "the hand-computed values above agree with the code to 4 decimals",
-        f"largest difference from F.scaled_dot_product_attention: "
-        f"{max((fused - output).abs().max().item(), (fused_masked - masked_output).abs().max().item()):.1e}",
+        _show(_("scores Q K^T"), scores),
+        _show(_("scaled scores Q K^T / sqrt({d})", d=d), scaled),
+        _show(_("weights softmax(scaled scores), each row sums to 1"), weights),
+        _show(_("output weights @ V"), output),
+        _show(_("scaled scores with key 3 masked (-inf)"), masked_scaled),
+        _show(_("masked weights"), masked_weights),
+        _show(_("masked output"), masked_output),
+        _("the hand-computed values above agree with the code to 4 decimals"),
+        _("largest difference from F.scaled_dot_product_attention: {difference:.1e}",
+          difference=max((fused - output).abs().max().item(), (fused_masked - masked_output).abs().max().item())),
     ]
     return "\n".join(parts)
 
@@ -96,18 +98,18 @@ def split_merge_trace(num_heads: int = 2) -> str:
     merged = outputs.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
     parts = [_show("X (B, T, D)", X)]
     for i in range(num_heads):
-        parts.append(_show(f"head {i} = X[..., {i * d}:{(i + 1) * d}]", heads[0, i]))
-        parts.append(_show(f"head {i} weights softmax(head head^T / sqrt({d}))", weights[0, i]))
-        parts.append(_show(f"head {i} output", outputs[0, i]))
+        parts.append(_show(_("head {i} = X[..., {start}:{end}]", i=i, start=i * d, end=(i + 1) * d), heads[0, i]))
+        parts.append(_show(_("head {i} weights softmax(head head^T / sqrt({d}))", i=i, d=d), weights[0, i]))
+        parts.append(_show(_("head {i} output", i=i), outputs[0, i]))
         if i in HEAD_BY_HAND:
             _check(f"weights of head {i}", weights[0, i], HEAD_BY_HAND[i]["weights"])
             _check(f"output of head {i}", outputs[0, i], HEAD_BY_HAND[i]["output"])
-    parts.append(_show("merged (B, T, D): head 0's output in columns 0-1, head 1's in 2-3", merged))
+    parts.append(_show(_("merged (B, T, D): head 0's output in columns 0-1, head 1's in 2-3"), merged))
     mha = torch.nn.MultiheadAttention(D, num_heads, bias=False, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.eye(D, dtype=torch.float64).repeat(3, 1))
         mha.out_proj.weight.copy_(torch.eye(D, dtype=torch.float64))
-    reference, _ = mha(X, X, X)
-    parts.append(f"largest difference from nn.MultiheadAttention (identity projections): "
-                 f"{(reference - merged).abs().max().item():.1e}")
+    reference, _weights = mha(X, X, X)
+    parts.append(_("largest difference from nn.MultiheadAttention (identity projections): {difference:.1e}",
+                   difference=(reference - merged).abs().max().item()))
     return "\n".join(parts)

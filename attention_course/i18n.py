@@ -1,0 +1,312 @@
+"""The language of what the course package says to a learner: English unless a notebook asks.
+
+A Chinese notebook's first cell calls ``use_language("zh_CN")``. From then on, in that kernel,
+the checks' failure messages, the mistakes they name and the package's other words come from
+the catalog compiled from ``locale/zh_CN/LC_MESSAGES/messages.po`` (into ``attention_course/locale/``
+by ``make install``, and into every chapter's wheel): the standard library's ``gettext``, nothing
+else at run time. Nothing is guessed from the machine: a kernel that never calls
+``use_language`` speaks English, whatever its locale.
+
+The test cells' own words are written in the notebook, in English: the ``name=`` given to a
+check (``checks.check_close(..., name="softmax of a float32 array")``) or to a test's own
+``check_*`` helper, an ``assert``'s message, the text of an ``AssertionError`` and of a
+``print``. :func:`translate_source` (and, in a kernel, the cell transformer that
+``use_language`` installs) gives a cell's code with only those strings replaced by their
+translations: a string literal or f-string that builds such a message, directly or through a
+variable that is used for nothing else (``name = "..."`` then ``name=name + " (...)"``).
+Nothing else in the code changes, so no verdict can: a test passes or fails as in English.
+An f-string's translation must keep its placeholders (``{shape}``) exactly; one that does not
+is ignored. The grader does the same for the hidden tests (:mod:`autograder.catalogs`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import collections
+import copy
+import gettext as _gettext
+import sys
+import warnings
+from pathlib import Path
+from typing import Callable, Iterator
+
+ENGLISH = "en"
+#: the languages of the course (the keys), each as it names itself
+LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
+#: where a notebook says its language: ``nb.metadata["attention_course"]["language"]``
+METADATA_KEY = "attention_course"
+DOMAIN = "messages"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+
+_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations()}
+
+
+def supported(code: object) -> str:
+    """``code`` as one of :data:`LANGUAGES` (``"zh-CN"`` and ``"zh_cn"`` are ``"zh_CN"``), or
+    English for anything else: a notebook's metadata is the learner's to write."""
+    if isinstance(code, str):
+        key = code.strip().replace("-", "_").lower()
+        for known in LANGUAGES:
+            if known.lower() == key:
+                return known
+    return ENGLISH
+
+
+def notebook_language(metadata: object) -> str:
+    """The language a notebook's metadata names, English when it names none or an unknown one.
+    Never raises, whatever ``metadata`` holds."""
+    section = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
+    return supported(section.get("language") if isinstance(section, dict) else None)
+
+
+def catalog(code: str, localedir: Path = LOCALE_DIR, domain: str = DOMAIN) -> _gettext.NullTranslations:
+    """The compiled catalog ``localedir/<code>/LC_MESSAGES/<domain>.mo`` (nothing to translate for
+    English); a missing one warns and translates nothing."""
+    code = supported(code)
+    if code == ENGLISH:
+        return _gettext.NullTranslations()
+    found = _gettext.translation(domain, localedir=str(localedir), languages=[code], fallback=True)
+    if type(found) is _gettext.NullTranslations:
+        warnings.warn(f"no compiled catalog {domain}.mo for {code} in {localedir}: messages stay in English "
+                      "(in a clone of the course: make install)", stacklevel=3)
+    return found
+
+
+def use_language(code: str, translation: _gettext.NullTranslations | None = None) -> str:
+    """Speak ``code`` (``"zh_CN"``; ``"en"`` or anything unknown: English) from now on in this
+    process; return the language taken. ``translation`` replaces the package's own catalog (the
+    grader passes its own, which holds the hidden tests' words too). In an IPython kernel, the
+    cells run after this call get their test messages translated (:func:`translate_tree`)."""
+    code = supported(code)
+    _active["language"] = code
+    _active["translation"] = translation if translation is not None else catalog(code)
+    _install_cell_translator(code != ENGLISH)
+    return code
+
+
+def language() -> str:
+    """The language this process speaks (:func:`use_language`)."""
+    return _active["language"]
+
+
+def gettext(message: str) -> str:
+    """``message`` in the language of :func:`use_language` (itself when there is no translation)."""
+    return _active["translation"].gettext(message)
+
+
+_ = gettext
+
+
+# ----------------------------------------------------------------------------- the tests' words
+
+#: calls whose ``name=`` is the subject of a message: the checks, and a test's own ``check_*``
+#: helpers; ``check_own_code``'s name is the exercise's, a key, not a message
+_NOT_A_MESSAGE = {"check_own_code"}
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _message_roots(tree: ast.AST, prints: bool = True) -> Iterator[ast.expr]:
+    """The expressions whose value is only ever a message's text (``print``'s arguments too, with
+    ``prints``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            yield node.msg
+        elif isinstance(node, ast.Call):
+            called = _called(node)
+            if called == "AssertionError" or called == "print" and prints:
+                yield from node.args
+            elif called and called not in _NOT_A_MESSAGE and (
+                    called.startswith("check_") or (isinstance(node.func, ast.Attribute)
+                                                    and isinstance(node.func.value, ast.Name)
+                                                    and node.func.value.id == "checks")):
+                yield from (kw.value for kw in node.keywords if kw.arg == "name")
+
+
+def _text_parts(expr: ast.expr, texts: list, uses: list) -> None:
+    """Collect what builds the text of ``expr``: string literals and f-strings (``texts``), and
+    the variables whose value goes into the text as it is (``uses``): ``a + "b"``, ``f"{a}"``,
+    ``"%s" % a``, ``a if c else "b"``. Anything else (a call, an index) is left alone."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        texts.append(expr)
+    elif isinstance(expr, ast.JoinedStr):
+        texts.append(expr)
+        for part in expr.values:
+            if isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name):
+                uses.append(part.value)
+    elif isinstance(expr, ast.Name) and isinstance(expr.ctx, ast.Load):
+        uses.append(expr)
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        _text_parts(expr.left, texts, uses)
+        _text_parts(expr.right, texts, uses)
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
+        _text_parts(expr.left, texts, uses)
+        for arg in expr.right.elts if isinstance(expr.right, ast.Tuple) else [expr.right]:
+            if isinstance(arg, ast.Name):
+                uses.append(arg)
+    elif isinstance(expr, ast.IfExp):
+        _text_parts(expr.body, texts, uses)
+        _text_parts(expr.orelse, texts, uses)
+
+
+def message_texts(tree: ast.AST, prints: bool = True) -> list[ast.expr]:
+    """The string literals and f-strings of ``tree`` that build a message and nothing else.
+
+    Those in a message root (:func:`_message_roots`), and those assigned (``=``, ``+=``) to a
+    variable whose every use is in the text of a message: such a variable holds nothing but
+    words. A variable bound any other way (a loop, a parameter, unpacking) is left alone."""
+    stores: dict[str, list] = collections.defaultdict(list)  # name -> the values it is given, None: other ways
+    loads: dict[str, set] = collections.defaultdict(set)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    stores[target.id].append(node.value if len(node.targets) == 1 else None)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            stores[node.target.id].append(node.value if isinstance(node.op, ast.Add) else None)
+        elif isinstance(node, ast.arg):
+            stores[node.arg].append(None)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loads[node.id].add(id(node))
+    assigned = {id(t) for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])}
+    for node in ast.walk(tree):  # a name stored by a loop, a with, unpacking, a comprehension...
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
+            stores[node.id].append(None)
+
+    roots = list(_message_roots(tree, prints))
+    words = {name for name, values in stores.items() if values and all(v is not None for v in values)}
+    while True:
+        texts: list = []
+        uses: list = []
+        for root in roots + [v for name in sorted(words) for v in stores[name]]:
+            _text_parts(root, texts, uses)
+        used_in_text = {id(u) for u in uses}
+        still = {name for name in words if loads[name] and loads[name] <= used_in_text}
+        if still == words:
+            break
+        words = still
+    seen, found = set(), []
+    for text in texts:
+        if id(text) not in seen:
+            seen.add(id(text))
+            found.append(text)
+    return found
+
+
+def _placeholder(part: ast.FormattedValue) -> str:
+    text = "{" + ast.unparse(part.value)
+    if part.conversion != -1:
+        text += "!" + chr(part.conversion)
+    if part.format_spec is not None:
+        text += ":" + "".join(v.value if isinstance(v, ast.Constant) else _placeholder(v)
+                              for v in part.format_spec.values)
+    return text + "}"
+
+
+def msgid(text: ast.expr) -> str:
+    """The catalog's key for a string literal (itself) or an f-string (its text, each
+    placeholder written as in the code: ``"weights of shape {tuple(w.shape)}"``)."""
+    if isinstance(text, ast.Constant):
+        return text.value
+    return "".join(v.value.replace("{", "{{").replace("}", "}}") if isinstance(v, ast.Constant)
+                   else _placeholder(v) for v in text.values)
+
+
+def _translated_fstring(text: ast.JoinedStr, translated: str) -> list | None:
+    """The parts of ``text`` rebuilt from its translation, with its own placeholders (the same
+    ones, each as often); None when the translation's placeholders differ from the original's."""
+    own = {_placeholder(v): v for v in text.values if isinstance(v, ast.FormattedValue)}
+    wanted = collections.Counter(_placeholder(v) for v in text.values if isinstance(v, ast.FormattedValue))
+    longest_first = sorted(own, key=len, reverse=True)
+    parts, literal, used, i = [], [], collections.Counter(), 0
+    while i < len(translated):
+        if translated.startswith(("{{", "}}"), i):
+            literal.append(translated[i])
+            i += 2
+        elif translated[i] == "{":
+            match = next((p for p in longest_first if translated.startswith(p, i)), None)
+            if match is None:
+                return None
+            if literal:
+                parts.append(ast.Constant("".join(literal)))
+                literal = []
+            parts.append(copy.deepcopy(own[match]))
+            used[match] += 1
+            i += len(match)
+        elif translated[i] == "}":
+            return None
+        else:
+            literal.append(translated[i])
+            i += 1
+    if literal:
+        parts.append(ast.Constant("".join(literal)))
+    return parts if used == wanted else None
+
+
+def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None) -> ast.AST:
+    """``tree`` (changed in place) with the strings of :func:`message_texts` translated by
+    ``translate`` (default: :func:`gettext`)."""
+    translate = translate or gettext
+    for text in message_texts(tree):
+        key = msgid(text)
+        translated = translate(key)
+        if translated == key:
+            continue
+        if isinstance(text, ast.Constant):
+            text.value = translated
+        else:
+            parts = _translated_fstring(text, translated)
+            if parts is not None:
+                text.values = parts
+    return ast.fix_missing_locations(tree)
+
+
+def translate_source(source: str, translate: Callable[[str], str] | None = None) -> str:
+    """A cell's code with its messages translated (:func:`translate_tree`); unchanged when it
+    does not parse or there is nothing to translate."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    before = ast.dump(tree)
+    tree = translate_tree(tree, translate)
+    return source if ast.dump(tree) == before else ast.unparse(tree)
+
+
+class CellTranslator(ast.NodeTransformer):
+    """IPython's hook (``shell.ast_transformers``): every cell run in the kernel gets its test
+    messages translated. It never fails a cell: on any error the cell runs as written."""
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        try:
+            return translate_tree(node)
+        except Exception:  # noqa: BLE001 - a translation must never stop a learner's cell
+            return node
+
+
+def _running_shell():
+    """The IPython shell running the current cell (it puts ``get_ipython`` among the builtins
+    while a cell runs), else the process's own; None outside IPython."""
+    getter = getattr(builtins, "get_ipython", None)
+    if getter is None:
+        ipython = sys.modules.get("IPython")  # not imported: not a kernel
+        getter = getattr(ipython, "get_ipython", None)
+    try:
+        return getter() if getter is not None else None
+    except Exception:  # noqa: BLE001 - no shell
+        return None
+
+
+def _install_cell_translator(on: bool) -> None:
+    shell = _running_shell()
+    if shell is None or not hasattr(shell, "ast_transformers"):
+        return
+    shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, CellTranslator)]
+    if on:
+        shell.ast_transformers.append(CellTranslator())

@@ -1,0 +1,193 @@
+"""The words of the book's figures and printouts in Chinese (issue 25).
+
+The figure code (``book/figures``) writes its words through ``figures.i18n._``; Babel extracts
+them into ``locale/zh_CN/LC_MESSAGES/figures.po`` (``make figures-catalog``), and the Chinese
+build (``book/_ext/translated_outputs.py``) translates the English build's outputs with it. These
+tests check, in a few seconds and without building the book:
+
+- the catalog is not stale: it holds exactly the messages the figure code has now (a message
+  added or changed in English and not yet in the catalog, or one the code no longer has);
+- every translation keeps its message's placeholders (the numbers of the execution fill them);
+- the translation of outputs itself, on a small figure and printout made here: what it replaces,
+  how it keeps a table's columns, and that it refuses a picture without its twin, a message
+  without a translation and English prose left over.
+
+That no entry is empty or fuzzy is the catalogs' completeness test (all of ``locale/``).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import symtable
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIGURES = REPO / "book" / "figures"
+CATALOG = REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "figures.po"
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+sys.path.insert(0, str(REPO / "book"))
+
+import translated_outputs  # noqa: E402
+from figures import i18n  # noqa: E402
+
+
+def _read(path: Path):
+    from babel.messages.pofile import read_po
+
+    with path.open("rb") as f:
+        return read_po(f)
+
+
+#: The keywords ``make figures-catalog`` extracts (``--no-default-keywords -k _ -k N_``).
+KEYWORDS = {"_": None, "N_": None}
+
+
+def _extract(folder: Path) -> set[str]:
+    """The messages of the figure code, extracted as ``make figures-catalog`` extracts them."""
+    from babel.messages.extract import extract_from_dir
+
+    return {message for _file, _line, message, _comments, _context
+            in extract_from_dir(str(folder), method_map=[("**.py", "python")], keywords=KEYWORDS)}
+
+
+def test_the_catalog_is_made_with_the_same_keywords():
+    assert "--no-default-keywords -k _ -k N_" in (REPO / "Makefile").read_text()
+
+
+def _stale(code: set[str], catalog: set[str]) -> str:
+    new, gone = sorted(code - catalog), sorted(catalog - code)
+    return ("the figure catalog is out of date; run `make figures-catalog` and translate what it adds:\n"
+            + "".join(f"  in the figure code, not in {CATALOG.name}: {m!r}\n" for m in new)
+            + "".join(f"  in {CATALOG.name}, no longer in the figure code: {m!r}\n" for m in gone)) if new or gone else ""
+
+
+def test_the_figure_catalog_has_the_messages_of_the_figure_code():
+    catalog = {m.id for m in _read(CATALOG) if m.id}
+    problem = _stale(_extract(FIGURES), catalog)
+    assert not problem, problem
+
+
+def test_a_changed_message_makes_the_catalog_stale(tmp_path):
+    """The check above turns red when the English changes: one message of a copy of the figure
+    code reworded."""
+    copy = tmp_path / "figures"
+    copy.mkdir()
+    for path in FIGURES.glob("*.py"):
+        text = path.read_text()
+        if path.name == "diagrams.py":
+            text = text.replace('_("add & norm")', '_("add and norm")')
+        (copy / path.name).write_text(text)
+    catalog = {m.id for m in _read(CATALOG) if m.id}
+    problem = _stale(_extract(copy), catalog)
+    assert "'add and norm'" in problem and "no longer in the figure code: 'add & norm'" in problem, problem
+
+
+_PLACEHOLDER = re.compile(r"(?<!\{)\{([^{}]*)\}(?!\})")
+
+
+def test_every_translation_keeps_the_placeholders_of_its_message():
+    wrong = []
+    for message in _read(CATALOG):
+        if message.id and message.string:
+            if sorted(_PLACEHOLDER.findall(message.id)) != sorted(_PLACEHOLDER.findall(message.string)):
+                wrong.append(f"{message.id!r} -> {message.string!r}")
+    assert not wrong, "translations whose placeholders differ from their message's:\n  " + "\n  ".join(wrong)
+
+
+def test_no_figure_function_hides_the_message_function():
+    """A function that assigns ``_`` (``x, _ = ...``) makes every ``_("...")`` in it fail."""
+    hiding = []
+
+    def walk(table, path):
+        for child in table.get_children():
+            if child.get_type() == "function" and "_" in child.get_identifiers():
+                symbol = child.lookup("_")
+                if symbol.is_assigned() or symbol.is_parameter():
+                    hiding.append(f"{path}: {child.get_name()} (line {child.get_lineno()})")
+            walk(child, path)
+
+    for path in sorted(FIGURES.glob("*.py")):
+        walk(symtable.symtable(path.read_text(), str(path), "exec"), path.name)
+    assert not hiding, "functions of book/figures that assign `_`:\n  " + "\n  ".join(hiding)
+
+
+# ------------------------------------------------------------------ the translation of outputs
+
+
+@pytest.fixture
+def cell(monkeypatch):
+    """A cell executed as in a Jupyter kernel: messages recorded, a figure with its twin."""
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.pylabtools import print_figure
+
+    monkeypatch.setattr(i18n, "_hooked", True)
+    i18n._start_cell()
+    _ = i18n._
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [1, 0], label=_("training loss"))
+    ax.set_title(_("{n} steps on {device}", n=300, device="cpu"))
+    ax.set_xticks([0, 1], [_("query"), "k2"])
+    ax.legend()
+    text = "\n".join([i18n.padded(_("encoder"), 8) + " " + _("held-out accuracy {accuracy:.1%}", accuracy=0.9873),
+                      f"{_('window'):8s} " + _("held-out accuracy {accuracy:.1%}", accuracy=0.5),
+                      _("faster at: {names}", names=", ".join([_("encoder"), "GRU"]))])
+    bundle = i18n._figure_bundle(fig)
+    english_png = base64.b64encode(print_figure(fig, "png")).decode()
+    plt.close(fig)
+    outputs = [{"output_type": "stream", "name": "stdout", "text": text + "\n"},
+               {"output_type": "display_data", "metadata": {},
+                "data": {"image/png": english_png, "text/plain": "<Figure>", **bundle}},
+               {"output_type": "display_data", "metadata": {},
+                "data": {i18n.MIME: {"messages": i18n._messages(), "cells": i18n._padded_cells()}}}]
+    i18n._start_cell()
+    return outputs
+
+
+CHINESE = {"training loss": "训练损失", "{n} steps on {device}": "在 {device} 上训练 {n} 步", "query": "查询",
+           "encoder": "编码器", "window": "窗口 MLP", "held-out accuracy {accuracy:.1%}": "留出集准确率 {accuracy:.1%}",
+           "faster at: {names}": "更快的是：{names}"}
+
+
+def test_the_chinese_build_translates_printouts_and_figures(cell):
+    translated = translated_outputs.translate_outputs(cell, CHINESE, "test cell")
+    assert len(translated) == 2, "the cell's messages are not an output of their own"
+    # a padded cell (figures.i18n.padded) and a label padded by the page's own f-string keep the column
+    assert translated[0]["text"] == ("编码器   留出集准确率 98.7%\n"
+                                     "窗口 MLP 留出集准确率 50.0%\n"
+                                     "更快的是：编码器, GRU\n")
+    chinese_png = translated[1]["data"]["image/png"]
+    assert chinese_png != cell[1]["data"]["image/png"] and i18n.MIME not in translated[1]["data"]
+
+
+def test_a_word_in_quotes_or_code_is_data():
+    english = {"en": "boxcar", "msgid": "boxcar", "values": i18n._pack({})}
+    translator = translated_outputs.Translator({"boxcar": "箱式核"}, [english])
+    assert translator.printout("{'boxcar': 0.34}; boxcar=3; boxcar\n") == "{'boxcar': 0.34}; boxcar=3; 箱式核\n"
+
+
+def test_a_figure_drawn_again_untranslated_is_the_english_png(cell):
+    """The Chinese build draws a figure as the inline backend drew the English one: without a
+    translation, the same bytes."""
+    payload = cell[1]["data"][i18n.MIME]
+    png, left = translated_outputs.translate_figure(payload, translated_outputs.Translator({}, payload["messages"]))
+    assert base64.b64encode(png).decode() == cell[1]["data"]["image/png"]
+    assert "training loss" in left, left
+
+
+def test_the_chinese_build_refuses_what_it_cannot_translate(cell):
+    missing = {k: v for k, v in CHINESE.items() if k != "{n} steps on {device}"}
+    with pytest.raises(translated_outputs.TranslationError, match=r"test cell:\n.*no translation.*steps on"):
+        translated_outputs.translate_outputs(cell, missing, "test cell")
+    cell[1]["data"].pop(i18n.MIME)
+    with pytest.raises(translated_outputs.TranslationError, match="output 2 .a picture. has no Chinese twin"):
+        translated_outputs.translate_outputs(cell, CHINESE, "test cell")
+    prose = [{"output_type": "stream", "name": "stdout", "text": "the model 'is right'\n"}]
+    with pytest.raises(translated_outputs.TranslationError, match=r"English left untranslated: \['the model'\]"):
+        translated_outputs.translate_outputs(prose, CHINESE, "test cell")

@@ -1,0 +1,286 @@
+"""Messages in the learner's language (attention_course.i18n, autograder.catalogs,
+courseware.messages): the notebook names its language and nothing else counts; a translated test
+is the same code; the catalogs hold every sentence, translated, written by the style guide; a
+learner's wheel speaks Chinese without Babel and carries no hidden test's words; a failing visible
+test says what is wrong in Chinese in a kernel. The graded class in two languages is in
+tests/test_grading.py. Cheap: a few seconds, the kernel's run included."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import gettext
+import io
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+import pytest
+from babel.messages.pofile import read_po
+
+from attention_course import i18n
+from autograder import catalogs
+from courseware import messages
+
+import notebook_tools as nbt
+
+ZH = "zh_CN"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+def english_afterwards():
+    yield
+    i18n.use_language(i18n.ENGLISH)
+
+
+# ----------------------------------------------------------------------------- whose language
+
+
+@pytest.mark.parametrize("metadata, language", [
+    ({"attention_course": {"language": "zh_CN"}}, ZH),
+    ({"attention_course": {"language": "zh-cn"}}, ZH),
+    ({}, "en"),
+    ({"attention_course": {"language": "fr"}}, "en"),
+    ({"attention_course": {"language": "../../zh_CN/../etc"}}, "en"),
+    ({"attention_course": {"language": ["zh_CN"]}}, "en"),
+    ({"attention_course": "zh_CN"}, "en"),
+    ({"attention_course": {"language": "zh_CN" * 10_000}}, "en"),
+    ([], "en"),
+    (None, "en"),
+])
+def test_a_notebook_names_its_language_and_nothing_else_counts(metadata, language):
+    assert i18n.notebook_language(metadata) == language
+
+
+def test_english_is_the_default_whatever_the_machine_says():
+    """A kernel that never asks speaks English on a machine set up in Chinese."""
+    code = ("from attention_course import checks\n"
+            "try:\n    checks.check_equal(1, 2, name='x')\nexcept AssertionError as e:\n    print(e)")
+    env = {**os.environ, "LANG": "zh_CN.UTF-8", "LANGUAGE": "zh_CN", "LC_ALL": "zh_CN.UTF-8", "LC_MESSAGES": "zh_CN"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=nbt.ROOT)
+    assert done.stdout.strip() == "x: expected 2, got 1", done.stdout + done.stderr
+
+
+def test_the_checks_speak_the_language_asked_for(english_afterwards):
+    import numpy as np
+
+    from attention_course import checks
+
+    i18n.use_language(ZH)
+    with pytest.raises(AssertionError) as failed:
+        checks.check_close(np.zeros(3), np.ones(3), name="weights", likely={"the scores are not divided by sqrt(d_k)": 0 * np.ones(3)})
+    said = str(failed.value)
+    assert said.startswith("weights：") and CJK.search(said), said
+    assert i18n.gettext("the scores are not divided by sqrt(d_k)") in said  # the mistake, in Chinese too
+    i18n.use_language("xx")  # unknown: English
+    with pytest.raises(AssertionError, match="^weights: values differ"):
+        checks.check_close(np.zeros(3), np.ones(3), name="weights")
+
+
+# ----------------------------------------------------------------------------- a translated test is the same code
+
+
+CELL = '''
+name = "f(x) for x of shape (2, 3)"
+checks.check_shape(y, (2, 3), name=name + " (one row per query)")
+checks.check_close(y, z, name=f"f of a {shape} array", likely={"the sum is off by one": w})
+label = "used as a key"
+table[label] = 1
+assert len(y) == 2, f"f must return {len(y)!r:>4} rows"
+checks.check_own_code(f, name="f of a row")
+checks.check_raises(ValueError, f, match="wrong shape", name="f of a bad shape")
+'''
+WORDS = {"f(x) for x of shape (2, 3)": "形状为 (2, 3) 的 x 的 f(x)", " (one row per query)": "（每个查询一行）",
+         "f of a {shape} array": "{shape} 数组的 f", "f must return {len(y)!r:>4} rows": "f 必须返回 {len(y)!r:>4} 行",
+         "used as a key": "BAD", "f of a row": "BAD", "wrong shape": "BAD", "the sum is off by one": "BAD",
+         "f of a bad shape": "形状不对时的 f"}
+
+
+def _shape_of(tree: ast.AST) -> str:
+    """``tree`` with the text of its strings taken out: an f-string keeps only its placeholders,
+    in order of appearance."""
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+        elif isinstance(node, ast.JoinedStr):
+            node.values = sorted((v for v in node.values if isinstance(v, ast.FormattedValue)), key=ast.dump)
+    return ast.dump(tree)
+
+
+def test_only_the_words_of_messages_are_translated():
+    translated = i18n.translate_source(CELL, lambda s: WORDS.get(s, s))
+    for english, chinese in WORDS.items():
+        assert (chinese in translated) == (chinese != "BAD"), english
+    assert "'used as a key'" in translated and "match='wrong shape'" in translated and "name='f of a row'" in translated
+    assert _shape_of(ast.parse(translated)) == _shape_of(ast.parse(CELL))
+
+
+def test_an_f_string_translation_that_loses_a_placeholder_is_ignored():
+    source = 'checks.check_close(a, b, name=f"weights of shape {w.shape}")'
+    for broken in ("权重", "形状为 {shape} 的权重", "形状为 {w.shape} 的权重 {w.shape}", "{w.shape"):
+        assert i18n.translate_source(source, lambda s, broken=broken: broken) == source
+    assert "形状为 {w.shape} 的权重" in i18n.translate_source(source, lambda s: "形状为 {w.shape} 的权重")
+
+
+def test_every_test_translated_is_the_same_code_and_every_translation_applies():
+    """Every course and test cell of every source notebook, translated with the Chinese catalogs,
+    is the same code (only the text of its strings differs), and every translation of an f-string
+    kept its placeholders (else the cell would have kept its English)."""
+    words = catalogs.translation(ZH).gettext
+    changed, rejected = 0, []
+    for path in sorted(nbt.SOLUTIONS.glob("*/*.ipynb")):
+        for cell in nbt.read(path).cells:
+            if cell.cell_type != "code" or nbt.is_solution_cell(cell):
+                continue
+            source = "\n".join("pass" if ln.lstrip().startswith(("%", "!")) else ln for ln in cell.source.splitlines())
+            tree = ast.parse(source)
+            before = _shape_of(tree)
+            wanted = [(text, words(i18n.msgid(text))) for text in i18n.message_texts(tree)]
+            i18n.translate_tree(tree, words)  # in place: each text now holds its translation
+            assert _shape_of(tree) == before, f"{path.name}: a translated cell is other code"
+            for text, translation in wanted:
+                changed += translation != text
+                if i18n.msgid(text) != translation:
+                    rejected.append(translation)
+    assert changed > 500, changed
+    assert not rejected, f"translations whose placeholders differ from the English: {rejected[:5]}"
+
+
+# ----------------------------------------------------------------------------- the catalogs
+
+
+def _catalog(domain: str):
+    with open(catalogs.source(ZH, domain), "rb") as f:
+        return read_po(f)
+
+
+@pytest.mark.parametrize("domain", ["messages", "autograder"])
+def test_the_catalogs_hold_every_sentence_translated(domain):
+    """Every English sentence of the code and tests is in its catalog (``make translations`` ran),
+    with a translation that is not fuzzy and keeps the placeholders of a format string."""
+    english = {m.id for m in messages.template(domain) if m.id}
+    catalog = _catalog(domain)
+    held = {m.id: m for m in catalog if m.id}
+    assert not english - set(held), f"run `make translations`: {len(english - set(held))} new, e.g. {sorted(english - set(held))[:3]}"
+    assert not set(held) - english, f"run `make translations`: {len(set(held) - english)} gone, e.g. {sorted(set(held) - english)[:3]}"
+    untranslated = [m.id for m in held.values() if not m.string or m.fuzzy]
+    assert not untranslated, f"{len(untranslated)} entries of {domain}.po to translate, e.g. {untranslated[:3]}"
+    fields = re.compile(r"(?<!\{)\{[^{}]*\}(?!\})")
+    for m in held.values():
+        if "python-brace-format" in m.flags or fields.search(m.id):
+            assert sorted(fields.findall(m.id)) == sorted(fields.findall(m.string)), (m.id, m.string)
+
+
+@pytest.mark.parametrize("domain", ["messages", "autograder"])
+def test_the_catalogs_follow_the_style_guide(domain):
+    """docs/translating.md: full-width punctuation in Chinese prose, one half-width space between a
+    Chinese character and Latin letters, digits or a placeholder, none beside full-width punctuation."""
+    wrong = []
+    for m in _catalog(domain):
+        if not m.id or not CJK.search(m.string):
+            continue
+        text = m.string
+        if re.search(r"[\u4e00-\u9fff][,;:!?]|[\u4e00-\u9fff]\((?!\))", text):
+            wrong.append(("half-width punctuation after Chinese", text))
+        if re.search(r"[\u4e00-\u9fff][A-Za-z0-9{`]|[A-Za-z0-9}`][\u4e00-\u9fff]", text):
+            wrong.append(("no space between Chinese and Latin", text))
+        if re.search(r" [，。：；！？、）」”]|[（「“] ", text):
+            wrong.append(("a space beside full-width punctuation", text))
+    assert not wrong, f"{len(wrong)} entries, e.g. {wrong[:5]}"
+
+
+# ----------------------------------------------------------------------------- what a learner gets
+
+
+def test_a_learners_wheel_speaks_chinese_without_babel_and_holds_no_hidden_test(tmp_path):
+    from courseware import learner_package
+
+    assignment = nbt.assignments()[0]
+    wheel = learner_package.build_wheel(assignment, tmp_path / "wheels")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(tmp_path / "site")
+        carried = gettext.GNUTranslations(io.BytesIO(z.read("attention_course/locale/zh_CN/LC_MESSAGES/messages.mo")))
+    hidden = {m.id for m in _catalog("autograder") if m.id and any(p.startswith("solutions/") for p, _ in m.locations)}
+    assert hidden and not hidden & set(carried._catalog), "a hidden test's words are in the learner's wheel"
+    code = ("import sys; sys.modules['babel'] = None\n"
+            f"sys.path.insert(0, {str(tmp_path / 'site')!r})\n"
+            "import numpy as np\nfrom attention_course import checks, i18n\n"
+            f"assert i18n.__file__.startswith({str(tmp_path / 'site')!r}), i18n.__file__\n"
+            "i18n.use_language('zh_CN')\n"
+            "try:\n    checks.check_shape(np.zeros(2), (3,), name='x')\nexcept AssertionError as e:\n    print(e)")
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "x：形状不对：应为 (3,)，实际为 (2,)", done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_a_failing_visible_test_says_what_is_wrong_in_chinese_in_a_kernel(english_afterwards):
+    """Chapter 2's learner notebook, its first cell asking for Chinese as the Chinese notebook's
+    does, run in a kernel with a wrong answer: the visible test's message is Chinese, names the
+    mistake it recognised, and the English notebook's says the same in English."""
+    assignment = "ch02_scoring_functions"
+    learner = nbt.read(nbt.NOTEBOOKS / assignment / nbt.source_notebook(assignment).name)
+    wrong = nbt.with_cell_source(nbt.solved(learner, assignment), "scaled_dot_product_attention",
+                                 _mutants(assignment).WRONG["scaled_dot_product_attention"]["scale_missing"])
+    said = {}
+    for language in ("en", ZH):
+        nb = nbt.with_first_cell(wrong, f"import attention_course.i18n\nattention_course.i18n.use_language({language!r})")
+        said[language] = nbt.run_in_process(nb, stop_after="test_scaled_dot_product_attention").tests[
+            "test_scaled_dot_product_attention"]
+    print(said[ZH])
+    assert said["en"].startswith("AssertionError: weights = softmax([2, 0] / sqrt(4)): values differ"), said
+    assert "the scores are not divided by sqrt(d_k)" in said["en"]
+    mistake = catalogs.translation(ZH).gettext("the scores are not divided by sqrt(d_k)")
+    assert said[ZH].startswith("AssertionError: ") and mistake in said[ZH] and "values differ" not in said[ZH], said
+    assert CJK.search(said[ZH].split("：")[0]), f"the test's own words stayed English: {said[ZH]}"
+
+
+def _mutants(assignment: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"mutants_{assignment}_i18n", nbt.ROOT / "tests" / "mutants" / f"{assignment}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_feedback_page_shows_the_words_of_the_notebook_in_the_students_language(tmp_path):
+    """The graded notebook is the course's (English) cells; its page shows the markdown and the course
+    code cells (their comments) of the released notebook in the submission's language, matched by
+    grade_id; the answers and the tests stay as graded."""
+    import nbformat
+
+    from autograder.feedback import with_released_words
+
+    source = nbt.read(nbt.source_notebook(nbt.assignments()[0]))
+    released = copy.deepcopy(source)
+    for cell in released.cells:
+        cell.source = "# 中文\n" + cell.source
+    released.cells.reverse()  # matched by grade_id, not by position
+    nbformat.write(released, tmp_path / "released.ipynb")
+    graded = copy.deepcopy(source)
+    with_released_words(graded, tmp_path / "released.ipynb")
+    changed = 0
+    for before, after in zip(source.cells, graded.cells):
+        course_cell = not (nbt.is_solution_cell(before) or nbt.is_test_cell(before))
+        assert after.source == ("# 中文\n" + before.source if course_cell else before.source)
+        changed += course_cell
+    assert changed > 10
+    with_released_words(graded, tmp_path / "missing.ipynb")  # no such notebook: the page keeps what it has
+
+
+def test_a_translation_that_fails_leaves_the_judge_the_english_code(monkeypatch):
+    """Whatever goes wrong in translating a test cell, the judge runs the cell as written."""
+    from autograder.judge import Judge
+
+    judge = Judge.__new__(Judge)  # no student's process needed to compile a cell
+    judge.language = ZH
+    namespace = {}
+    exec(judge._code('message = "f of a row"', "test"), namespace)
+    assert namespace["message"] == "f of a row"  # not a message: untouched
+    monkeypatch.setattr(i18n, "translate_tree", lambda tree, translate=None: 1 / 0)
+    exec(judge._code('assert 1, "f of a row"\nx = 2', "test"), namespace)
+    assert namespace["x"] == 2
