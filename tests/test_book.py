@@ -256,9 +256,11 @@ def _run_build(out: Path) -> Build:
     if cache.is_dir() and not os.environ.get("BOOK_TEST_FRESH"):
         shutil.copytree(cache, jcache)
     cmd = [_jupyter_book(), "build", str(REPO), "--path-output", str(out), "-W", "--keep-going"]
+    # the training runs two pages show are made once per build, kept in the build's own folder
+    env = {**os.environ, "COURSE_BOOK_RUNS": str(out / "_build" / ".runs")}
     start = time.monotonic()
     proc = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, timeout=3600
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=3600, env=env
     )
     seconds = time.monotonic() - start
     before = cache_records(jcache)
