@@ -51,10 +51,11 @@ system:
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
 # in _build/html/_static/wheels/ (book/_ext/learner_links.py); then the Chinese edition in
 # _build/html/zh/, from the catalogs in locale/zh_CN/, executing nothing: the pages' outputs come
-# from the English build's cache (courseware/book.py).
+# from the English build's cache (courseware/book.py). A training run that two pages show is
+# made once and kept in _build/.runs (book/figures/training.py: kept_run).
 book: install
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
-	$(BIN)/jupyter-book build . -W --keep-going
+	COURSE_BOOK_RUNS=$(CURDIR)/_build/.runs $(BIN)/jupyter-book build . -W --keep-going
 	$(BIN)/python -m courseware book-zh -W --keep-going
 
 # After an English edit, every catalog under locale/zh_CN/ brought up to date with it: new English

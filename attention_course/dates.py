@@ -52,8 +52,14 @@ def _ordinal(day: int) -> str:
     return f"{day}{_ORDINAL_SUFFIX.get(day, 'th')}"
 
 
+# English names, whatever the machine's locale (what strftime's %B and %A give in the C locale)
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
 def _month(d: datetime.date) -> str:
-    return d.strftime("%B")  # the C locale of strftime: English names, the same everywhere
+    return _MONTHS[d.month - 1]
 
 
 def _mon(d: datetime.date) -> str:
@@ -61,7 +67,7 @@ def _mon(d: datetime.date) -> str:
 
 
 def _weekday(d: datetime.date) -> str:
-    return d.strftime("%A")
+    return _WEEKDAYS[d.weekday()]
 
 
 # Each format: a name (for plots and tables) and a function date -> string.
@@ -179,6 +185,12 @@ class DateTask:
             yield self.batch(pairs[start:start + batch_size], device)
 
 
+#: The splits and source characters each set of arguments generated in this process: a second call
+#: with the same arguments (a notebook run again, the tests' judge beside the student's code) gets
+#: the same data without drawing it again, in lists and vocabularies of its own.
+_GENERATED: dict[tuple, tuple] = {}
+
+
 def make_date_task(
     num_train: int = 50_000,
     num_valid: int = 1_000,
@@ -194,6 +206,16 @@ def make_date_task(
     window ``first_year .. first_year + 99``, so the range must not span more than 100
     years.
     """
+    key = (num_train, num_valid, num_test, first_year, last_year, seed)
+    if key not in _GENERATED:
+        _GENERATED[key] = _generate(*key)
+    train, valid, test, src_chars = _GENERATED[key]
+    return DateTask(CharVocab(src_chars), CharVocab("0123456789-"), list(train), list(valid), list(test), seed)
+
+
+def _generate(num_train: int, num_valid: int, num_test: int, first_year: int, last_year: int,
+              seed: int) -> tuple[tuple, tuple, tuple, frozenset]:
+    """:func:`make_date_task`'s splits (tuples of pairs) and every source character."""
     if last_year - first_year >= 100:
         raise ValueError(gettext("two-digit years are ambiguous over {first}..{last}: keep it to 100 years").format(
             first=first_year, last=last_year))
@@ -223,4 +245,4 @@ def make_date_task(
     # weekdays and ordinals) in every format, and every digit
     year_2000 = [datetime.date(2000, 1, 1) + datetime.timedelta(n) for n in range(366)]
     src_chars = {c for d in year_2000 for f in names for c in format_date(d, f)} | set("0123456789")
-    return DateTask(CharVocab(src_chars), CharVocab("0123456789-"), train, valid, test, seed)
+    return tuple(train), tuple(valid), tuple(test), frozenset(src_chars)

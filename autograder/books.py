@@ -91,10 +91,10 @@ class Books:
             warnings.simplefilter("ignore", SAWarning)
             return _failure(method(*args, **kwargs))
 
-    def generate(self, assignment: str) -> None:
-        """Record ``assignment`` (its source notebooks copied into ``source/``) in the
-        gradebook and write its learner version to ``release/``."""
-        copy_source(self.root, assignment)
+    def generate(self, assignment: str, notebooks: list[Path] | None = None) -> None:
+        """Record ``assignment`` (its source notebooks, or ``notebooks``, translations of them,
+        copied into ``source/``) in the gradebook and write its learner version to ``release/``."""
+        copy_source(self.root, assignment, notebooks)
         failure = self._run(self._api.generate_assignment, assignment, force=True)
         if failure:
             raise GradingError(f"nbgrader generate_assignment {assignment} failed: {failure}")

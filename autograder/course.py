@@ -102,12 +102,3 @@ def copy_source(root: Path, assignment: str, notebooks: list[Path] | None = None
     for path in source_notebooks(assignment) if notebooks is None else notebooks:
         shutil.copy2(path, source / path.name)
 
-
-def generate(root: Path, assignment: str, notebooks: list[Path] | None = None) -> None:
-    """Copy ``assignment``'s source notebooks (or ``notebooks``) into ``root/source`` and run
-    ``nbgrader generate_assignment``: it records the cells in the gradebook and writes
-    the learner version (solutions stubbed, hidden tests removed) to ``root/release``."""
-    copy_source(root, assignment, notebooks)
-    done = nbgrader(root, "generate_assignment", assignment, "--force")
-    if done.returncode != 0:
-        raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{done.stderr.strip()}")

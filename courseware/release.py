@@ -9,7 +9,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import CODE_STUB, NOTEBOOKS, generate, source_notebooks, write_config
+from autograder.books import Books
+from autograder.course import CODE_STUB, NOTEBOOKS, source_notebooks, write_config
 from courseware import learner_package, translations
 
 
@@ -24,8 +25,9 @@ def release(assignments_: list[str], target_dir: Path = NOTEBOOKS, wheels_url: s
     with tempfile.TemporaryDirectory(prefix="attention-release-") as tmp:
         root = Path(tmp)
         write_config(root, db_url=f"sqlite:///{root / 'gradebook.db'}")
+        books = Books(root)  # nbgrader in this process: one start for every assignment
         for assignment in assignments_:
-            generate(root, assignment)
+            books.generate(assignment)
             written += _install(root / "release" / assignment, target_dir / assignment,
                                 learner_package.install_cell(assignment, wheels_url))
     return written
@@ -49,9 +51,11 @@ def release_translated(assignments_: list[str], target_dir: Path = NOTEBOOKS, wh
     common = translations.status(translations.COMMON, language)
     with tempfile.TemporaryDirectory(prefix=f"attention-release-{language}-") as tmp:
         root = Path(tmp)
+        books = None
         if common.complete:
             stub = translations.translated_code(CODE_STUB, translations.STUB_LOCATION, language)
             write_config(root, db_url=f"sqlite:///{root / 'gradebook.db'}", code_stub=stub)
+            books = Books(root)
         for assignment in assignments_:
             target = target_dir / language / assignment
             state = translations.status(assignment, language)
@@ -61,7 +65,7 @@ def release_translated(assignments_: list[str], target_dir: Path = NOTEBOOKS, wh
                     shutil.rmtree(target)
                 continue
             sources = [_translated_source(path, root / "translated", language) for path in source_notebooks(assignment)]
-            generate(root, assignment, sources)
+            books.generate(assignment, sources)
             written += _install(root / "release" / assignment, target,
                                 translations.translated_install_cell(assignment, wheels_url, language), language)
     return written, skipped

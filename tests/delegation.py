@@ -17,7 +17,7 @@ import nbformat
 import notebook_tools as nbt
 from autograder.chapter_view import chapter_of
 
-# reads every file a submission can see (bounded), finds a definition of ``name`` in course
+# reads every file a submission can see (bounded), finds a definition of each name in course
 # code (source, bytecode or notebook) and executes it: what a student who knows where the
 # course lives would try
 FIND_IN_FILES = '''
@@ -62,31 +62,37 @@ def _code_objects(path):
             if cell.get("cell_type") == "code":
                 yield compile("".join(cell.get("source", "")), path, "exec")
 
-def _find_course_solution(name):
-    marks = (f"def {name}(".encode(), f"class {name}(".encode(), f"class {name}:".encode())
-    seen = 0
+def _find_course_solutions(names):
+    """name -> the course's definition of it, for each of ``names`` found (one walk for them all)."""
+    marks = {name: (f"def {name}(".encode(), f"class {name}(".encode(), f"class {name}:".encode()) for name in names}
+    found, seen = {}, 0
     for root in _candidate_roots():
         for folder, dirs, files in os.walk(root):
             # third-party packages hold no course code (installed copies were looked at above)
             dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "site-packages", "dist-packages")]
             for file in files:
                 path = os.path.join(folder, file)
-                if not file.endswith((".py", ".pyc", ".ipynb")) or seen > 20000:
+                if not file.endswith((".py", ".pyc", ".ipynb")) or seen > 20000 or len(found) == len(marks):
                     continue
                 seen += 1
                 try:
                     data = open(path, "rb").read(4_000_000)
-                    wanted = (name.encode(),) if file.endswith(".pyc") else marks
-                    if not any(mark in data for mark in wanted):
-                        continue
-                    for code in _code_objects(path):
-                        space = {"__name__": "stolen"}
-                        exec(code, space)
-                        if name in space:
-                            return space[name]
                 except Exception:
                     continue
-    return None
+                for name in [n for n in marks if n not in found]:
+                    wanted = (name.encode(),) if file.endswith(".pyc") else marks[name]
+                    if not any(mark in data for mark in wanted):
+                        continue
+                    try:
+                        for code in _code_objects(path):
+                            space = {"__name__": "stolen"}
+                            exec(code, space)
+                            if name in space:
+                                found[name] = space[name]
+                                break
+                    except Exception:
+                        continue
+    return found
 '''
 
 
@@ -121,7 +127,7 @@ def _wrapped(chapter: str, name: str, is_class: bool) -> str:
 
 
 def _from_files(chapter: str, name: str, is_class: bool) -> str:
-    return f'{name} = _find_course_solution("{name}")\n'
+    return f'{name} = _STOLEN.get("{name}")\n'
 
 
 STYLES = {"import": _import, "wrapped": _wrapped, "files": _from_files}
@@ -142,7 +148,8 @@ def delegated(assignment: str, style: str) -> nbformat.NotebookNode:
         else:
             cell.source = STYLES[style](chapter, grade_id, classes[grade_id])
     if style == "files":
-        nb.cells.insert(0, nbformat.v4.new_code_cell(FIND_IN_FILES))  # a cell the student added
+        # a cell the student added: every exercise looked for in one reading of the files
+        nb.cells.insert(0, nbformat.v4.new_code_cell(FIND_IN_FILES + f"\n_STOLEN = _find_course_solutions({sorted(classes)!r})\n"))
     return nb
 
 

@@ -6,6 +6,7 @@ and ``solution`` false) passes when executing it raises nothing.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import dataclasses
@@ -249,6 +250,11 @@ def run_in_process(nb, stop_after: str | None = None, fail_fast: bool = False, c
     finally:
         signal.signal(signal.SIGALRM, previous_handler)
         shell.cleanup()
+        # IPython keeps every shell, and so the notebook's objects, for a clean-up at exit (an atexit
+        # function per shell, each with a full garbage collection): release them now
+        atexit.unregister(shell.atexit_operations)
+        shell.user_ns.clear()
+        shell.user_ns_hidden.clear()
         torch.set_rng_state(saved[0])
         np.random.set_state(saved[1])
         torch.set_default_dtype(saved[2])

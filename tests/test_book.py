@@ -256,9 +256,11 @@ def _run_build(out: Path) -> Build:
     if cache.is_dir() and not os.environ.get("BOOK_TEST_FRESH"):
         shutil.copytree(cache, jcache)
     cmd = [_jupyter_book(), "build", str(REPO), "--path-output", str(out), "-W", "--keep-going"]
+    # the training runs two pages show are made once per build, kept in the build's own folder
+    env = {**os.environ, "COURSE_BOOK_RUNS": str(out / "_build" / ".runs")}
     start = time.monotonic()
     proc = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, timeout=3600
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=3600, env=env
     )
     seconds = time.monotonic() - start
     before = cache_records(jcache)
@@ -859,25 +861,9 @@ def _require_chromium() -> None:
         pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
-def visits(html, book) -> dict:
-    """The English pages, each in a Chromium of its own (the Chinese ones: ``chinese_reading``)."""
-    _require_chromium()
-    shots = book.out / "screenshots"
-    result = {}
-    with browser.serve(html) as base:
-        for doc in page_docs():
-            png = shots / (doc.replace("/", "__") + ".png")
-            result[doc] = browser.visit(f"{base}/{doc}.html", screenshot=png)
-    print(f"\nscreenshots of the book: {shots}")
-    return result
-
-
 def _visit(request, doc: str) -> browser.PageVisit:
-    """The visit of an English page, or a Chinese page as the one Chromium of ``chinese_reading`` read it."""
-    if not doc.startswith(f"{ZH}/"):
-        return request.getfixturevalue("visits")[doc]
-    reading = request.getfixturevalue("chinese_reading")
+    """The visit of a page of either edition, as the one Chromium of ``reading`` read it."""
+    reading = request.getfixturevalue("reading")
     seen = reading["pages"][doc]
     return browser.PageVisit(seen["requests"][0], dom=seen["dom"], screenshot=Path(seen["screenshot"]),
                              requests=seen["requests"] + reading["remote"])
@@ -931,14 +917,13 @@ def test_page_renders_offline_in_a_browser(request, html, doc):
             )
 
 
-# One Chromium, driven over its DevTools protocol (tests/cdp.py), reads every Chinese page as a
-# reader does, the book served under a sub-path as under a baseurl (/course/): one browser for all
-# of them (a Chromium per page, as for the English pages, would double the browser's time). Of each
-# page it keeps what an English visit gives (the DOM once MathJax, the fonts and the pictures are
-# done, a screenshot, the page's requests: test_page_renders_offline_in_a_browser checks them all)
-# and whether a Chinese character is drawn as a tofu box, whether the page is wider than the
-# window; then it clicks the language switch of a few pages, and reads the front page in a
-# phone-wide window.
+# One Chromium, driven over its DevTools protocol (tests/cdp.py), reads every page of both editions as
+# a reader does, the book served under a sub-path as under a baseurl (/course/): one browser for all
+# of them (a Chromium started per page took twice the browser's time). Of each page it keeps the DOM
+# once MathJax, the fonts and the pictures are done, a screenshot and the page's requests
+# (test_page_renders_offline_in_a_browser checks them all), and, for a Chinese page, whether a
+# Chinese character is drawn as a tofu box and whether the page is wider than the window; then it
+# clicks the language switch of a few pages, and reads the front page in a phone-wide window.
 
 #: Waits for the page to settle, then draws each Chinese character of the page as the article's
 #: text is drawn and compares it with a code point no font has (U+0378, unassigned): the same
@@ -1000,8 +985,8 @@ def _settle(page, expression: str, what: str, timeout: float = 120) -> None:
 
 
 @pytest.fixture(scope="session")
-def chinese_reading(html, book) -> dict:
-    """``pages``: ``{zh/<doc>: what READ_PAGE found, with its "dom" and "screenshot"}`` (and
+def reading(html, book) -> dict:
+    """``pages``: ``{<doc> or zh/<doc>: what READ_PAGE found, with its "dom" and "screenshot"}`` (and
     ``{doc}@420``, the front page of each edition in a phone-wide window); ``switched``: ``{page: (path, lang)}``
     after clicking its switch; ``remote``: what any of them asked of another site."""
     _require_chromium()
@@ -1023,7 +1008,7 @@ def chinese_reading(html, book) -> dict:
                         f"{doc} to load")
                 return page.evaluate(READ_PAGE)
 
-            for doc in zh_docs():
+            for doc in page_docs() + zh_docs():
                 pages[doc] = read(doc)
                 pages[doc]["dom"] = page.evaluate("document.documentElement.outerHTML")
                 pages[doc]["screenshot"] = str(page.screenshot(shots / (doc.replace("/", "__") + ".png")))
@@ -1038,17 +1023,17 @@ def chinese_reading(html, book) -> dict:
                 pages[f"{narrow}@420"] = read(narrow)
                 page.screenshot(shots / (narrow.replace("/", "__") + "@420.png"))
         remote = [u for u in browser._page_requests(netlog, base) if browser._is_remote(u)]
-    print(f"\nscreenshots of the Chinese book: {shots}")
+    print(f"\nscreenshots of the book, both editions: {shots}")
     return {"pages": pages, "switched": switched, "remote": remote}
 
 
 @pytest.mark.slow
-def test_chinese_pages_show_no_tofu_and_fit_the_window(chinese_reading):
+def test_chinese_pages_show_no_tofu_and_fit_the_window(reading):
     """At the English tests' width no Chinese page is wider than the window; in a phone-wide one
     the Chinese front page is no wider than the English one (whose widest formula, already there
     in English, sets it) and the header with its language switch fits."""
-    pages = dict(chinese_reading["pages"])
-    english_narrow = pages.pop(f"{toc()['root']}@420")
+    pages = {doc: seen for doc, seen in reading["pages"].items() if doc.startswith(f"{ZH}/")}
+    english_narrow = reading["pages"][f"{toc()['root']}@420"]
     problems = []
     for doc, seen in pages.items():
         assert seen["controls"], f"{doc}: the tofu probe cannot tell a missing glyph from a drawn one: {seen}"
@@ -1068,8 +1053,8 @@ def test_chinese_pages_show_no_tofu_and_fit_the_window(chinese_reading):
 
 
 @pytest.mark.slow
-def test_language_switch_works_in_a_browser(chinese_reading):
-    switched = chinese_reading["switched"]
+def test_language_switch_works_in_a_browser(reading):
+    switched = reading["switched"]
     for doc in _switch_pages():
         assert switched[f"{ZH}/{doc}"] == (f"/course/{doc}.html", "en"), switched
         assert switched[doc] == (f"/course/{ZH}/{doc}.html", "zh-CN"), switched

@@ -26,7 +26,7 @@ from nbgrader.api import Gradebook
 import notebook_tools as nbt
 from pg_server import postgres_url  # noqa: F401 - the fixture
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distributed")]
 
 ASSIGNMENT = "ch01_attention_pooling"
 DASK = Path(sys.executable).parent / "dask"

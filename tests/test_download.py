@@ -3,11 +3,12 @@
 * Each chapter's wheel (``courseware.learner_package``) is a real wheel of ``attention_course``,
   and no line of a solution or hidden-test region of that chapter or a later one is in it.
 * In a fresh virtual environment (no clone, no ``.venv`` of the repository; only ``ipykernel``
-  and, to spare a multi-GB download, ``torch`` pre-installed) the learner notebook's first cell
-  tells what to do when the book publishes no package; with the book's wheels served (a
-  loopback server standing in for the published site) it installs the chapter's package
-  once, says so in one line, installs nothing the second time, and the notebook then runs to
-  its first stub and fails there with the stub's own ``NotImplementedError``.
+  and, to spare unpacking its wheel, ``torch`` pre-installed, linked from this environment's
+  files) the learner notebook's first cell tells what to do when the book publishes no
+  package; with the book's wheels served (a loopback server standing in for the published
+  site) it installs the chapter's package once, says so in one line, installs nothing the
+  second time, and the notebook then runs to its first stub and fails there with the stub's
+  own ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -150,21 +151,61 @@ def test_write_wheel_refuses_a_folder_that_is_not_the_package(tmp_path):
 # ------------------------------------------------------------------ a fresh environment
 
 
+def _installed_closure(names: list[str]) -> list:
+    """The distributions ``names`` of this environment and every one they require (extras left
+    out), as pip would install them into a fresh one: the same versions, the same files."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found, pending = {}, list(names)
+    while pending:
+        name = canonicalize_name(pending.pop())
+        if name in found:
+            continue
+        found[name] = dist = metadata.distribution(name)
+        for requirement in map(Requirement, dist.requires or []):
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(requirement.name)
+    return list(found.values())
+
+
+def _link_into(site: Path, distributions) -> None:
+    """Each file of ``distributions`` that lives under site-packages, hard-linked into ``site``
+    (copied where a link cannot cross file systems): unpacking PyTorch's wheel again would take
+    half a minute of ``make test`` and prove nothing about the course."""
+    for dist in distributions:
+        for file in dist.files or []:
+            if file.parts[0] == "..":  # a console script in bin/: the kernel needs none
+                continue
+            source, target = Path(dist.locate_file(file)), site / file
+            if not source.is_file():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.hardlink_to(source)
+            except OSError:
+                shutil.copy2(source, target)
+
+
 @pytest.fixture(scope="module")
 def fresh_kernel(tmp_path_factory, wheels) -> str:
-    """A virtual environment made from the base Python, with a Jupyter kernel spec for it;
-    returns the value for ``JUPYTER_PATH`` that makes it the kernel ``fresh``."""
+    """A virtual environment made from the base Python with only ``ipykernel`` and ``torch`` (and
+    what they require) in it, the files of this environment's own installs, and a Jupyter kernel
+    spec for it; returns the value for ``JUPYTER_PATH`` that makes it the kernel ``fresh``."""
     root = tmp_path_factory.mktemp("fresh")
     venv = root / "venv"
-    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    done = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "ipykernel", "torch==2.13.0"],
-        capture_output=True, text=True, timeout=1800,
-    )
-    assert done.returncode == 0, done.stderr
-    probe = subprocess.run([str(python), "-c", "import attention_course"], capture_output=True, text=True, cwd=root)
-    assert probe.returncode != 0, "the fresh environment can import attention_course already"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # pip too: the install cell runs `python -m pip install` in the learner's kernel
+    _link_into(site, _installed_closure(["pip", "ipykernel", "torch"]))
+    probe = subprocess.run([str(python), "-c", "import torch, ipykernel, attention_course"],
+                           capture_output=True, text=True, cwd=root)
+    assert "No module named 'attention_course'" in probe.stderr, (
+        f"the fresh environment lacks torch or ipykernel, or can import attention_course already: {probe.stderr}")
     spec = root / "jupyter" / "kernels" / "fresh"
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({

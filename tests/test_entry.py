@@ -18,7 +18,6 @@ import uuid
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbgrader.api import Base, Gradebook
 from nbgrader.plugins import CsvExportPlugin
 from sqlalchemy import select
@@ -28,8 +27,6 @@ from autograder.books import Books
 from autograder.judging import Judged, Submission
 
 import notebook_tools as nbt
-
-pytestmark = pytest.mark.xdist_group("grading")
 
 ASSIGNMENT = "ch01_attention_pooling"
 

@@ -29,8 +29,6 @@ import pytest
 import notebook_tools as nbt
 from courseware import learner_package
 
-pytestmark = pytest.mark.xdist_group("grading")
-
 ASSIGNMENT = "ch01_attention_pooling"  # NumPy only: quick to grade
 COURSE_ID = "attention"
 STUDENTS = {"ann": "solves every exercise", "bob": "hands in the notebook untouched"}

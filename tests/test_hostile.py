@@ -35,10 +35,12 @@ from autograder.assemble import course_names, judge_cells
 
 import notebook_tools as nbt
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]
 
 ASSIGNMENT = "ch01_attention_pooling"  # NumPy only: the cheapest to run many times
 STUB = 'raise NotImplementedError("not written yet")'
+# the honest submissions of ASSIGNMENT: its controls (below), the solution and the blank notebook
+HONEST, HONEST_BLANK = (f"{ASSIGNMENT.split('_')[0]}-control-{kind}" for kind in ("solution", "blank"))
 
 
 def _source():
@@ -337,7 +339,8 @@ def _assignment_of(student: str) -> str:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    """Grade every hostile submission (and two honest ones) in one batch, two at a time."""
+    """Grade every hostile submission and the controls (honest submissions of every assignment) in one
+    batch, two at a time."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -363,7 +366,7 @@ def batch(tmp_path_factory):
         str(nbt.source_notebook(ASSIGNMENT)),
         str(out / "course" / "gradebook.db"),
         str(out / "course" / "source" / ASSIGNMENT / name),
-        str(subs / "honest" / ASSIGNMENT / name),
+        str(subs / HONEST / ASSIGNMENT / name),
         str(nbt.ROOT / "README.md"),
     ]
     readable = [
@@ -389,8 +392,6 @@ def batch(tmp_path_factory):
     duplicated.cells = [c for cell in duplicated.cells for c in ([cell, cell] if nbt.is_test_cell(cell) else [cell])]
 
     notebooks = {
-        "honest": solved,
-        "honest_blank": blank,
         "tamper_checks": nbt.with_first_cell(blank, TAMPER_CHECKS),
         "tamper_ipython": nbt.with_first_cell(blank, TAMPER_IPYTHON),
         "tests_gutted": tests_gutted,
@@ -455,8 +456,8 @@ def _score(batch, student) -> float:
 
 
 def test_honest_submissions_are_graded_normally(batch):
-    assert _score(batch, "honest") == _max_points()
-    assert _score(batch, "honest_blank") == 0
+    assert _score(batch, HONEST) == _max_points()
+    assert _score(batch, HONEST_BLANK) == 0
 
 
 @pytest.mark.parametrize("student", ["tamper_checks", "tamper_ipython"])

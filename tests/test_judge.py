@@ -410,3 +410,53 @@ def test_calls_into_the_tests_objects_are_limited(monkeypatch):
     # the 51st call, and the call 8 deep, raise in the student's code (one kernel has no such
     # limits); the count is per call of the test's, and the student's process goes on
     assert nbt.verdicts(judged) == {"test_often": True, "test_deep": True, "test_after": True}, judged.tests
+
+
+# ----------------------------------------------------------------------------- the judges' helper process
+
+def _job(cells) -> dict:
+    import dataclasses
+
+    from autograder.limits import Limits
+
+    return {"assignment": nbt.assignments()[0], "cells": judge_cells(nbt.small_notebook(cells)),
+            "limits": dataclasses.asdict(Limits())}
+
+
+@pytest.mark.slow  # a sandbox and a judge each
+def test_each_judge_the_helper_forks_starts_from_nothing_another_left(tmp_path):
+    """The grader forks each submission's judge from a helper process that has imported PyTorch
+    (autograder.judging.JudgeStarter): what one judge's tests changed in its modules, a later
+    judge of the same helper does not see, as two processes started from scratch would not."""
+    from autograder.judging import JudgeStarter, run_judge
+
+    job = _job([("setup", "setup", "import numpy, torch"),
+                ("test", "test_fresh", "assert not hasattr(numpy, 'judged_before') and not hasattr(torch, 'judged_before')\n"
+                                       "numpy.judged_before = torch.judged_before = True")])
+    helper = JudgeStarter.of_this_thread().process.pid
+    for n in range(2):
+        output = run_judge(job, tmp_path / f"judge{n}")
+        assert output is not None and output["cells"][-1]["error"] is None, output and output["cells"][-1]
+    assert JudgeStarter.of_this_thread().process.pid == helper, "the two judges came from two helpers"
+
+
+@pytest.mark.slow
+def test_a_judge_past_its_time_is_killed_and_the_helper_goes_on(tmp_path):
+    import os
+
+    from autograder.judging import JudgeStarter, run_judge
+
+    starter = JudgeStarter.of_this_thread()
+    stuck = tmp_path / "job.json"
+    os.mkfifo(stuck)  # no one writes it: the judge waits on opening its job until it is killed
+    (tmp_path / "work").mkdir()
+    assert starter.judge(stuck, tmp_path / "work", 4096, timeout=1.0) is None
+    output = run_judge(_job([("test", "test_ok", "assert True")]), tmp_path / "after")
+    assert output is not None and output["cells"][-1]["error"] is None
+    assert JudgeStarter.of_this_thread() is starter
+    # a helper that ended is replaced: the next submission is judged all the same
+    starter.process.kill()
+    starter.process.wait()
+    output = run_judge(_job([("test", "test_ok", "assert True")]), tmp_path / "replaced")
+    assert output is not None and output["cells"][-1]["error"] is None
+    assert JudgeStarter.of_this_thread() is not starter

@@ -21,8 +21,9 @@ ALLOWED = {
     # the trip-wires the student's process (autograder.runner, in the sandbox) shares with the learner's kernel,
     # and the language of the messages (the judge speaks the submission's language as the learner's kernel does)
     "autograder": {"autograder.*", "attention_course", "attention_course.shortcuts", "attention_course.i18n"},
-    # the catalogs: the package's words, and which strings of the tests are words (attention_course.i18n)
-    "courseware": {"courseware.*", "autograder", "autograder.course", "autograder.chapter_view",
+    # the catalogs: the package's words, and which strings of the tests are words (attention_course.i18n);
+    # nbgrader in-process (autograder.books), to release the notebooks as the grader generates them
+    "courseware": {"courseware.*", "autograder", "autograder.course", "autograder.books", "autograder.chapter_view",
                    "autograder.catalogs", "attention_course", "attention_course.i18n"},
     "benchmarks": {"benchmarks.*", "attention_course.*", "autograder.*"},
 }

@@ -7,8 +7,10 @@ is graded the way the grader grades it (the student's cells in the sandbox, the 
 the judge: autograder.judge), and:
 
 * every wrong implementation must fail at least one graded test cell (the run stops at
-  the first one); where ``MESSAGES`` names words for it (exercise -> label -> words), the
-  failure message must contain them: the test recognised the mistake and said which it is;
+  the first one; it holds only the test cells that can reach the wrong code, see
+  ``_only_tests_reaching``: the others compute what they compute with the solution); where
+  ``MESSAGES`` names words for it (exercise -> label -> words), the failure message must
+  contain them: the test recognised the mistake and said which it is;
 * every correct variant must pass every graded test cell (graded a round at a time:
   one variant of each exercise per notebook);
 * every variant, wrong or correct, gets the same verdict per test cell in one plain kernel
@@ -90,12 +92,71 @@ def _only_its_question(nb, question: str):
     return nb
 
 
+def _top_level_bindings(tree: ast.Module) -> set[str]:
+    """The names a cell binds in the notebook's namespace (not those local to its functions)."""
+    names: set[str] = set()
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        if not isinstance(node, ast.Lambda):  # a lambda's arguments are its own
+            pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _only_tests_reaching(nb, exercise: str, source: str):
+    """For a wrong ``source`` of ``exercise``: ``nb`` without the test cells that cannot reach
+    the names ``source`` binds, read directly or through what the other cells bind from them
+    (a name read anywhere in a cell, its functions included, counts). Such a test computes
+    what it computes with the solution in place, which the correct rounds (below) and
+    tests/test_solutions.py prove in the judge and in a kernel; here it would only repeat
+    them before the test cells that can tell. No kept cell needs a dropped one: every test
+    cell stands on the non-test cells alone (tests/test_cells_stand_alone.py). A ``source``
+    that does anything at its top level but define (a side effect could reach any test)
+    keeps them all."""
+    tree = ast.parse(source)
+    if not all(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign)) for n in tree.body) or any(
+            isinstance(n, ast.Assign) and not isinstance(n.value, ast.Constant) for n in tree.body):
+        return nb
+    wrong = _top_level_bindings(tree)
+    made_from: dict[str, set[str]] = {}  # name -> the names read by the non-test cells that bind it
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not nbt.is_test_cell(cell):
+            cell_tree = ast.parse(cell.source)
+            for name in _top_level_bindings(cell_tree):
+                made_from.setdefault(name, set()).update(_names(cell.source, ast.Load))
+
+    def reaches(cell) -> bool:
+        seen, pending = set(), list(_names(cell.source, ast.Load))
+        while pending:
+            name = pending.pop()
+            if name in wrong:
+                return True
+            if name not in seen:
+                seen.add(name)
+                pending.extend(made_from.get(name, ()))
+        return False
+
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if c.cell_type != "code" or not nbt.is_test_cell(c) or reaches(c)]
+    return nb
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment, exercise, source, message", list(_cases("WRONG", with_message=True)))
 def test_wrong_implementation_fails_a_test(assignment, exercise, source, message):
     nb = nbt.with_cell_source(nbt.read(nbt.source_notebook(assignment)), exercise, source)
     if exercise.startswith("answer_"):
         nb = _only_its_question(nb, exercise)
+    else:
+        nb = _only_tests_reaching(nb, exercise, source)
     run = nbt.run_judged(nb, assignment, fail_fast=True)
     assert run.failed, f"this wrong {exercise} passed every test: {sorted(run.tests)}"
     (first_failure,) = run.failed

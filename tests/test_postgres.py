@@ -18,7 +18,7 @@ from autograder import course
 import notebook_tools as nbt
 from pg_server import postgres_url  # noqa: F401 - the fixture
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("postgres")]
 
 ASSIGNMENT = "ch01_attention_pooling"
 

@@ -15,7 +15,7 @@ from nbgrader.api import Gradebook
 
 import notebook_tools as nbt
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("resume")]
 
 ASSIGNMENT = "ch01_attention_pooling"
 

@@ -5,7 +5,8 @@ the box, Python and PyTorch's import cost about 1.2 CPU-seconds, paid once per s
 is nothing beside a submission's tests but most of the cost of the hundreds of judged runs of
 ``tests/test_mutants.py`` and ``tests/test_judge.py``. Here each chapter gets one warm process
 instead, in the same box (the chapter's package view, the same limits), that has imported
-NumPy, PyTorch, Matplotlib and IPython once; each judged run gets a fresh process forked from
+NumPy, PyTorch, Matplotlib and IPython and drawn the dates of chapters 3, 7 and 8
+(``attention_course.dates.make_date_task`` keeps what it drew per process) once; each judged run gets a fresh process forked from
 it, which runs ``autograder.runner`` as the real one does.
 
 Only for notebooks the course wrote: the forked processes of one chapter share that box's
@@ -38,8 +39,10 @@ _WARM = r"""
 import os, random, socket, sys
 import numpy, torch, torch.nn.functional, matplotlib.pyplot
 import IPython.core.interactiveshell
-import attention_course.checks
+import attention_course.checks, attention_course.dates
 from autograder import runner
+
+attention_course.dates.make_date_task(seed=0)  # the dates of chapters 3, 7 and 8, drawn once for every child
 
 control = socket.socket(fileno=int(sys.argv[1]))
 while True:

@@ -30,6 +30,7 @@ from attention_course.seq2seq import make_seq2seq, make_transformer, train_seq2s
 from attention_course.twins import to_torch_decoder_layer
 from figures.ch06 import padding_to_attention_mask
 from figures.i18n import N_, _, padded
+from figures.training import kept_run
 
 __all__ = [
     "NOTES_TARGET",
@@ -355,11 +356,14 @@ def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transf
     """The chapter's run, as its notebook makes it: :func:`make_transformer` with chapter 7's
     recipe (:data:`~attention_course.recipes.TRANSFORMER`), drawn after
     ``torch.manual_seed(seed)``, trained by :func:`train_transformer` with the recipe
-    (``train_options`` override it) without a progress bar. Returns ``(model, history)``."""
+    (``train_options`` override it) without a progress bar. Chapter 7's page and chapter 8's
+    show it: a build trains it once (:func:`figures.training.kept_run`). Returns ``(model, history)``."""
     torch.manual_seed(seed)
     model = make_transformer(task, Transformer, **TRANSFORMER.model)
-    history = train_transformer(model, task, seed=seed, progress=False, schedule=noam_lr,
-                                shift=teacher_forcing_pair, **{**TRANSFORMER.training, **train_options})
+    options = {**TRANSFORMER.training, **train_options}
+    data = (task.src_vocab.tokens, task.tgt_vocab.tokens, task.train, task.valid, task.test)
+    history = kept_run("train_date_transformer", (data, seed, TRANSFORMER.model, options), model, lambda m: train_transformer(
+        m, task, seed=seed, progress=False, schedule=noam_lr, shift=teacher_forcing_pair, **options))
     return model, history
 
 

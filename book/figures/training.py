@@ -1,10 +1,61 @@
-"""Words for a training curve, computed from the history the figure draws."""
+"""Words for a training curve, computed from the history the figure draws; and the training runs
+that one build of the book makes once and shows on two pages (:func:`kept_run`)."""
 
+import hashlib
 import math
+import os
+from pathlib import Path
 
 import numpy as np
+import torch
 
 from figures.i18n import N_, _
+
+#: The environment variable naming the folder where a build of the book keeps its training runs
+#: (``make book``: ``_build/.runs``; ``tests/test_book.py``: the build's own folder). Unset, every
+#: page trains what it shows.
+RUNS = "COURSE_BOOK_RUNS"
+
+# the code a run depends on: the course package and the figures
+_CODE = (Path(__file__).resolve().parents[2] / "attention_course", Path(__file__).resolve().parent)
+
+
+def _run_key(name: str, inputs) -> str:
+    digest = hashlib.sha256(f"{name}\n{inputs!r}\n{torch.__version__}".encode())
+    for folder in _CODE:
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(str(path.relative_to(folder.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def kept_run(name: str, inputs, model: torch.nn.Module, train) -> dict:
+    """``train(model)`` (a training run that returns its history), once per build: a page that
+    shows a run another page of the same build made (chapter 8's page beside chapter 7's
+    Transformer) finds it in the folder named by :data:`RUNS` and loads it instead of training
+    the same model a second time. A run is found only under the same ``name``, the same
+    ``inputs`` (their ``repr``: the data and the settings; the weights ``model`` starts from
+    are drawn from them) and the same code (the course package, the figures and PyTorch's
+    version). Loading gives ``model`` the trained weights and the training's mode, and the global
+    random generator its state after the training, as the training itself would; the history,
+    its times included, is that of the run that trained it. Returns the history."""
+    folder = os.environ.get(RUNS)
+    path = Path(folder) / f"{name}-{_run_key(name, inputs)}.pt" if folder else None
+    if path is not None and path.is_file():
+        kept = torch.load(path, weights_only=False)  # written by this function, in this build's folder
+        model.load_state_dict(kept["weights"])
+        model.train(kept["training"])
+        torch.set_rng_state(kept["rng"])
+        return kept["history"]
+    history = train(model)
+    if path is not None and getattr(history, "done", True):  # a paused run goes on in its own page only
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        torch.save({"weights": model.state_dict(), "training": model.training, "rng": torch.get_rng_state(),
+                    "history": history}, partial)
+        partial.replace(path)
+    return history
+
 
 #: The words of the course package's training-curve figure (``attention_course.seq2seq.plot_loss``,
 #: which learners also draw in their notebooks, in English) and the titles the pages give it:
