@@ -80,6 +80,12 @@ def _judge_process_setup(megabytes: int):
     return apply
 
 
+def computing_on(threads: int) -> dict[str, str]:
+    """This process's environment, with NumPy's and PyTorch's pools of ``threads`` threads."""
+    return {**os.environ, **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                             "OPENBLAS_NUM_THREADS")}}
+
+
 class JudgeStarterGone(RuntimeError):
     """The helper process of :class:`JudgeStarter` ended."""
 
@@ -94,16 +100,21 @@ class JudgeStarter:
 
     _local = threading.local()
 
-    def __init__(self):
+    def __init__(self, threads: int):
+        self.threads = threads
         self.process = subprocess.Popen([sys.executable, "-m", "autograder.judging"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, preexec_fn=die_with_thread)
+                                        stdout=subprocess.PIPE, preexec_fn=die_with_thread,
+                                        env=computing_on(threads))
         self.buffer = b""
 
     @classmethod
-    def of_this_thread(cls) -> JudgeStarter:
+    def of_this_thread(cls, threads: int) -> JudgeStarter:
+        """This thread's helper, whose judges compute on ``threads`` threads."""
         starter = getattr(cls._local, "starter", None)
-        if starter is None or starter.process.poll() is not None:
-            starter = cls._local.starter = cls()
+        if starter is None or starter.process.poll() is not None or starter.threads != threads:
+            if starter is not None:
+                starter.process.kill()
+            starter = cls._local.starter = cls(threads)
         return starter
 
     def _line(self, timeout: float | None) -> int | None:
@@ -192,13 +203,17 @@ def run_judge(job: dict, work: Path, timed: bool = False) -> dict | None:
     results.unlink(missing_ok=True)
     launched = time.monotonic()
     megabytes, timeout = limits.memory_mb + 4096, limits.notebook_timeout_s + 120
+    # the judge waits for its student's process most of the time, and there is a judge per core:
+    # more threads than the student has would only spin beside the other judges and students
+    threads = limits.threads
     try:
-        returncode = JudgeStarter.of_this_thread().judge(job_path, work, megabytes, timeout)
+        returncode = JudgeStarter.of_this_thread(threads).judge(job_path, work, megabytes, timeout)
     except JudgeStarterGone:  # judged as before the helper: a process started from scratch
         try:
             returncode = subprocess.run(
                 [sys.executable, "-m", "autograder.judge", str(job_path)],
                 capture_output=True, text=True, timeout=timeout, preexec_fn=_judge_process_setup(megabytes), cwd=work,
+                env=computing_on(threads),
             ).returncode
         except subprocess.TimeoutExpired:
             returncode = None

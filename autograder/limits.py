@@ -23,5 +23,5 @@ class Limits:
     disk_mb: int = 512
     # characters of printed output kept per cell; the rest is dropped
     output_chars: int = 20_000
-    # threads for NumPy / PyTorch in the student's process
+    # threads for NumPy / PyTorch in the student's process, and in its judge
     threads: int = 1

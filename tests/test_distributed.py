@@ -111,7 +111,9 @@ class Cluster:
 
     def _start(self, name: str, cmd: list[str]) -> None:
         log = open(self.folder / f"{name}.log", "w")
-        self.processes[name] = subprocess.Popen(cmd, cwd=nbt.ROOT, stdout=log, stderr=subprocess.STDOUT)
+        # a worker killed mid-batch leaves its judging folder and Dask's scratch space: in the test's folder
+        self.processes[name] = subprocess.Popen(cmd, cwd=nbt.ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                                env={**os.environ, "TMPDIR": str(self.folder)})
 
     def _log(self, name: str) -> str:
         return (self.folder / f"{name}.log").read_text()[-3000:]

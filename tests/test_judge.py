@@ -414,13 +414,13 @@ def test_calls_into_the_tests_objects_are_limited(monkeypatch):
 
 # ----------------------------------------------------------------------------- the judges' helper process
 
-def _job(cells) -> dict:
+def _job(cells, **limits) -> dict:
     import dataclasses
 
     from autograder.limits import Limits
 
     return {"assignment": nbt.assignments()[0], "cells": judge_cells(nbt.small_notebook(cells)),
-            "limits": dataclasses.asdict(Limits())}
+            "limits": dataclasses.asdict(Limits(**limits))}
 
 
 @pytest.mark.slow  # a sandbox and a judge each
@@ -433,11 +433,26 @@ def test_each_judge_the_helper_forks_starts_from_nothing_another_left(tmp_path):
     job = _job([("setup", "setup", "import numpy, torch"),
                 ("test", "test_fresh", "assert not hasattr(numpy, 'judged_before') and not hasattr(torch, 'judged_before')\n"
                                        "numpy.judged_before = torch.judged_before = True")])
-    helper = JudgeStarter.of_this_thread().process.pid
+    helper = JudgeStarter.of_this_thread(1).process.pid
     for n in range(2):
         output = run_judge(job, tmp_path / f"judge{n}")
         assert output is not None and output["cells"][-1]["error"] is None, output and output["cells"][-1]
-    assert JudgeStarter.of_this_thread().process.pid == helper, "the two judges came from two helpers"
+    assert JudgeStarter.of_this_thread(1).process.pid == helper, "the two judges came from two helpers"
+
+
+@pytest.mark.slow
+def test_a_judge_computes_on_as_many_threads_as_the_student(tmp_path):
+    """A judge per core waits on its student's process most of the time: PyTorch's and NumPy's
+    pools in the judge are the student's (Limits.threads), whatever the grader's environment says."""
+    from autograder.judging import run_judge
+
+    for threads in (2, 1):
+        job = _job([("setup", "setup", "import os, torch"),
+                    ("test", "test_threads", f"assert torch.get_num_threads() == {threads}, torch.get_num_threads()\n"
+                                             f"assert os.environ['OPENBLAS_NUM_THREADS'] == '{threads}'")],
+                   threads=threads)
+        output = run_judge(job, tmp_path / f"threads{threads}")
+        assert output is not None and output["cells"][-1]["error"] is None, output and output["cells"][-1]
 
 
 @pytest.mark.slow
@@ -446,17 +461,17 @@ def test_a_judge_past_its_time_is_killed_and_the_helper_goes_on(tmp_path):
 
     from autograder.judging import JudgeStarter, run_judge
 
-    starter = JudgeStarter.of_this_thread()
+    starter = JudgeStarter.of_this_thread(1)
     stuck = tmp_path / "job.json"
     os.mkfifo(stuck)  # no one writes it: the judge waits on opening its job until it is killed
     (tmp_path / "work").mkdir()
     assert starter.judge(stuck, tmp_path / "work", 4096, timeout=1.0) is None
     output = run_judge(_job([("test", "test_ok", "assert True")]), tmp_path / "after")
     assert output is not None and output["cells"][-1]["error"] is None
-    assert JudgeStarter.of_this_thread() is starter
+    assert JudgeStarter.of_this_thread(1) is starter
     # a helper that ended is replaced: the next submission is judged all the same
     starter.process.kill()
     starter.process.wait()
     output = run_judge(_job([("test", "test_ok", "assert True")]), tmp_path / "replaced")
     assert output is not None and output["cells"][-1]["error"] is None
-    assert JudgeStarter.of_this_thread() is not starter
+    assert JudgeStarter.of_this_thread(1) is not starter
