@@ -255,6 +255,26 @@ def make_transformer(task, transformer_class, d_model: int = _SIZES["d_model"], 
     return init_transformer_weights(model)
 
 
+def _check_the_encoder_learns(model: nn.Module, task, read: Callable, loss_fn: Callable) -> None:
+    """Raise ``ValueError`` when the loss of a few training pairs sends no gradient to any parameter
+    of ``model.encoder`` (the memory computed under ``torch.no_grad()`` or detached). In eval
+    mode, so that no dropout draws from the random generators; the gradients are cleared after."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        logits, labels = read(model, task.batch(task.train[:4], device))
+        loss_fn(logits, labels, task.tgt_vocab.pad_id).backward()
+        reached = any(p.grad is not None for p in model.encoder.parameters())
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+    if not reached:
+        raise ValueError(gettext(
+            "Transformer: the loss sends no gradient to model.encoder, so training could never change it: "
+            "compute the memory with gradients (no torch.no_grad() and no .detach() around encode)"))
+
+
 def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"], batch_size: int = _RUN["batch_size"],
                       factor: float = _RUN["factor"], warmup: int = _RUN["warmup"], cooldown: float = _RUN["cooldown"],
                       device=None, seed: int = 0, max_seconds: float | None = None, progress: bool = True, *,
@@ -272,6 +292,11 @@ def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"]
     notebook trains with the learner's own functions. The defaults are chapter 7's recipe,
     :data:`attention_course.recipes.TRANSFORMER`.
 
+    Before the first step, one batch's loss is sent back through the model once (no step is
+    taken, nothing is drawn from the random generators): if no gradient reaches
+    ``model.encoder``, training could never change it, and a ``ValueError`` says so at once,
+    instead of a whole run that learns without its encoder.
+
     Returns the history of :func:`train_seq2seq`.
     """
     from attention_course.reference.ch03 import sequence_loss  # chapter 7 builds on chapter 3
@@ -281,6 +306,8 @@ def train_transformer(model: nn.Module, task, num_steps: int = _RUN["num_steps"]
         full = torch.cat([batch.tgt_in[:, :1], batch.labels], dim=1)  # [<bos>, target, <eos>, <pad>...]
         tgt_in, labels = shift(full)
         return model_(batch.src, tgt_in, batch.src_mask), labels
+
+    _check_the_encoder_learns(model, task, read, sequence_loss)
 
     def lr_factor(step):
         ending = min(1.0, (num_steps - step + 1) / max(cooldown * num_steps, 1.0))

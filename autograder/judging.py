@@ -112,8 +112,9 @@ class JudgeStarter:
         """This thread's helper, whose judges compute on ``threads`` threads."""
         starter = getattr(cls._local, "starter", None)
         if starter is None or starter.process.poll() is not None or starter.threads != threads:
-            if starter is not None:
+            if starter is not None:  # a batch with another thread count: its helper is done
                 starter.process.kill()
+                starter.process.wait()
             starter = cls._local.starter = cls(threads)
         return starter
 

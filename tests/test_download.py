@@ -279,6 +279,8 @@ def test_downloaded_notebook_installs_once_and_runs_to_its_first_stub(tmp_path, 
             )
             assert grade_id.startswith(f"test_{first_exercise}"), f"{assignment}: stopped at {grade_id}"
 
+            if n != 1:  # the install cell is one code for every chapter: its second run is checked once
+                continue
             # a second run installs nothing
             (again,) = _run_until_error(nb, folder, stop_after=1)
             assert _text(again).strip() == (
