@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.limits import Limits
+from autograder.limits import THREAD_VARIABLES, Limits
 
 if TYPE_CHECKING:
     import nbformat
@@ -82,8 +82,7 @@ def _judge_process_setup(megabytes: int):
 
 def computing_on(threads: int) -> dict[str, str]:
     """This process's environment, with NumPy's and PyTorch's pools of ``threads`` threads."""
-    return {**os.environ, **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                             "OPENBLAS_NUM_THREADS")}}
+    return {**os.environ, **{name: str(threads) for name in THREAD_VARIABLES}}
 
 
 class JudgeStarterGone(RuntimeError):

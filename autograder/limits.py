@@ -9,6 +9,10 @@ from __future__ import annotations
 import dataclasses
 
 
+#: The environment variables that size NumPy's and PyTorch's pools of threads (OpenMP, MKL, OpenBLAS).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 @dataclasses.dataclass(frozen=True)
 class Limits:
     # seconds one cell may run (graded training cells need up to their stated budget)

@@ -25,7 +25,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from autograder.limits import Limits
+from autograder.limits import THREAD_VARIABLES, Limits
 
 REPO = Path(__file__).resolve().parent.parent
 GRADER = REPO / "autograder"
@@ -118,8 +118,7 @@ def command(argv: list[str], limits: Limits, package: Path) -> list[str]:
         "--setenv", "MPLCONFIGDIR", "/tmp/work/.matplotlib",
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "PYTHONUNBUFFERED", "1",
-        "--setenv", "OMP_NUM_THREADS", str(limits.threads),
-        "--setenv", "MKL_NUM_THREADS", str(limits.threads),
+        *(arg for name in THREAD_VARIABLES for arg in ("--setenv", name, str(limits.threads))),
     ]
     if root:
         box += ["--chmod", "1777", "/tmp", "--chmod", "0777", "/tmp/work"]

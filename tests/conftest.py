@@ -7,7 +7,9 @@ from pathlib import Path
 # core in each of them, idle threads spinning while the other worker holds the core, cost the
 # solution of chapter 9 56 CPU-seconds instead of 10 beside a busy core. Set before anything
 # imports NumPy or PyTorch; an explicit value in the environment wins.
-for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+from autograder.limits import THREAD_VARIABLES  # imports neither NumPy nor PyTorch
+
+for _variable in THREAD_VARIABLES:
     os.environ.setdefault(_variable, "1")
 
 # the helpers of the test suite (notebook_tools) are imported by name

@@ -443,13 +443,19 @@ def test_each_judge_the_helper_forks_starts_from_nothing_another_left(tmp_path):
 @pytest.mark.slow
 def test_a_judge_computes_on_as_many_threads_as_the_student(tmp_path):
     """A judge per core waits on its student's process most of the time: PyTorch's and NumPy's
-    pools in the judge are the student's (Limits.threads), whatever the grader's environment says."""
+    pools in the judge are the student's (Limits.threads), whatever the grader's environment says;
+    in the student's process too."""
     from autograder.judging import run_judge
 
+    from autograder.limits import THREAD_VARIABLES
+
+    pools = f"(torch.get_num_threads(), *(os.environ[name] for name in {THREAD_VARIABLES!r}))"
     for threads in (2, 1):
+        expected = (threads, *[str(threads)] * len(THREAD_VARIABLES))
         job = _job([("setup", "setup", "import os, torch"),
-                    ("test", "test_threads", f"assert torch.get_num_threads() == {threads}, torch.get_num_threads()\n"
-                                             f"assert os.environ['OPENBLAS_NUM_THREADS'] == '{threads}'")],
+                    ("solution", "student_pools", f"def student_pools():\n    return {pools}"),
+                    ("test", "test_threads", f"assert {pools} == {expected}, {pools}\n"
+                                             f"assert tuple(student_pools()) == {expected}, student_pools()")],
                    threads=threads)
         output = run_judge(job, tmp_path / f"threads{threads}")
         assert output is not None and output["cells"][-1]["error"] is None, output and output["cells"][-1]
