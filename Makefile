@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox install-book-font system book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
+.PHONY: install install-sandbox install-book-font system rehearsal book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -165,3 +165,11 @@ train-budget: $(STAMP)
 # verdict and slowest cell. Takes minutes; not part of make test.
 validate-slow: $(STAMP)
 	$(BIN)/python -m benchmarks.validate_slow
+
+# The cold-start rehearsal (not part of make test): the README's commands, make book then make test,
+# and in a second copy make test then make book, each on a throwaway copy of this machine (an overlay
+# of /) with the Debian packages of APT_TEST purged, HOME's caches gone and a fresh clone of COMMIT;
+# prints each command's exit status and minutes (docs/maintainers.md). Root on Linux; no .venv needed.
+COMMIT ?= HEAD
+rehearsal:
+	$(PYTHON) -m benchmarks.rehearsal --commit $(COMMIT) $(foreach o,$(ORDER),--order $(o))
