@@ -60,6 +60,8 @@ system:
 # an IPython start-up file) changes what the book draws or the tests see.
 export MPLCONFIGDIR := $(CURDIR)/_build/.matplotlib
 export IPYTHONDIR := $(CURDIR)/_build/.ipython
+# the .venv's Jupyter kernel and settings before any under HOME (jupyter_core's default in a venv)
+export JUPYTER_PREFER_ENV_PATH := 1
 
 # The pages' executions are cached by the code of the page alone (jupyter-cache), so a change of the
 # code they import (the course package, the figure code) or of the pinned packages empties the cache.

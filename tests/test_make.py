@@ -41,11 +41,11 @@ def test_the_book_executes_its_pages_again_when_the_code_they_import_changes():
 
 
 def test_nothing_under_home_decides_what_the_book_draws():
-    """matplotlib's font list and settings and IPython's start-up files live in the clone: the
-    variables reach every command a target runs."""
-    seen = subprocess.run(["make", "-s", "--eval", "show-env: ; @echo $$MPLCONFIGDIR $$IPYTHONDIR", "show-env"],
+    """matplotlib's font list and settings and IPython's start-up files live in the clone, and the
+    .venv's Jupyter kernel comes before one under HOME: the variables reach every command a target runs."""
+    seen = subprocess.run(["make", "-s", "--eval", "show-env: ; @echo $$MPLCONFIGDIR $$IPYTHONDIR $$JUPYTER_PREFER_ENV_PATH", "show-env"],
                           cwd=nbt.ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}).stdout.split()
-    assert seen == [str(nbt.ROOT / "_build" / ".matplotlib"), str(nbt.ROOT / "_build" / ".ipython")], seen
+    assert seen == [str(nbt.ROOT / "_build" / ".matplotlib"), str(nbt.ROOT / "_build" / ".ipython"), "1"], seen
 
 
 def test_book_builds_both_languages_and_translations_update_the_catalogs():
