@@ -100,25 +100,20 @@ def page_seconds(log: str) -> list[tuple[str, float]]:
             in re.findall(r"(\S+\.md): Executed notebook in ([\d.]+) seconds", log)]
 
 
-def rehearse(order: list[str], args, packages: str) -> list[tuple[str, int, float]]:
-    work = Path(tempfile.mkdtemp(prefix="rehearsal-", dir=args.work))
-    logs = Path(args.logs) / "-then-".join(order)
-    shutil.rmtree(logs, ignore_errors=True)
-    logs.mkdir(parents=True)
-    for name in ("upper", "work", "merged"):
-        (work / name).mkdir()
-    env = {k: v for k, v in os.environ.items() if not DROPPED.match(k)}
-    env.update(HOME="/root", LANG=env.get("LANG", "C.UTF-8"))
-    cmd = ["unshare", "--mount", "--pid", "--fork", "--propagation", "private", "bash", "-c", INSIDE, "rehearsal",
-           str(work / "upper"), str(work / "work"), str(work / "merged"), str(logs), str(args.repo), args.commit,
-           packages, HOME_STATE, *order]
-    print(f"\n== {' then '.join('make ' + t for t in order)} (a fresh copy; logs in {logs})", flush=True)
-    started = time.time()
-    done = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL)
+def failure(target: str, log: str) -> list[str]:
+    """The lines that say why a command failed: Sphinx's error and make's, pytest's failed tests."""
+    lines = log.splitlines()
+    if target == "test":
+        failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+        return failed[:8] + ([f"... and {len(failed) - 8} more"] if len(failed) > 8 else [])
+    said = [lines[i + 1] for i, line in enumerate(lines[:-1]) if re.search(r"(Extension|Sphinx|Config) error:", line)]
+    return said + [line for line in lines if line.startswith("make: ***")]
+
+
+def report(logs: Path) -> list[tuple[str, int, float]]:
+    """Print what one copy's commands did, from its logs; ``(target, exit status, minutes)`` each."""
     setup = (logs / "0-setup.log").read_text(errors="replace") if (logs / "0-setup.log").exists() else ""
     print("   " + "\n   ".join(line for line in setup.splitlines() if line.startswith(("left of", "bwrap:", "clone of"))))
-    if done.returncode:
-        print(f"   the copy could not be made (exit {done.returncode}); {logs / '0-setup.log'}:\n{setup[-3000:]}")
     results = []
     statuses = (logs / "statuses").read_text().split("\n") if (logs / "statuses").exists() else []
     for line in filter(None, statuses):
@@ -140,8 +135,29 @@ def rehearse(order: list[str], args, packages: str) -> list[tuple[str, int, floa
             if summary:
                 print(f"      {summary[-1].strip('= ')}")
         if int(status):
-            errors = [l for l in log.splitlines() if re.search(r"error|failed|Error", l)]
-            print("      " + "\n      ".join(l[:300] for l in errors[-8:]))
+            print("      " + "\n      ".join(l[:400] for l in failure(target, log)))
+    return results
+
+
+def rehearse(order: list[str], args, packages: str) -> list[tuple[str, int, float]]:
+    work = Path(tempfile.mkdtemp(prefix="rehearsal-", dir=args.work))
+    logs = Path(args.logs) / "-then-".join(order)
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    for name in ("upper", "work", "merged"):
+        (work / name).mkdir()
+    env = {k: v for k, v in os.environ.items() if not DROPPED.match(k)}
+    env.update(HOME="/root", LANG=env.get("LANG", "C.UTF-8"))
+    cmd = ["unshare", "--mount", "--pid", "--fork", "--propagation", "private", "bash", "-c", INSIDE, "rehearsal",
+           str(work / "upper"), str(work / "work"), str(work / "merged"), str(logs), str(args.repo), args.commit,
+           packages, HOME_STATE, *order]
+    print(f"\n== {' then '.join('make ' + t for t in order)} (a fresh copy; logs in {logs})", flush=True)
+    started = time.time()
+    done = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL)
+    if done.returncode:
+        setup = (logs / "0-setup.log").read_text(errors="replace") if (logs / "0-setup.log").exists() else ""
+        print(f"   the copy could not be made (exit {done.returncode}); {logs / '0-setup.log'}:\n{setup[-3000:]}")
+    results = report(logs)
     shutil.rmtree(work, ignore_errors=True)
     print(f"   ({(time.time() - started) / 60:.1f} min in all, the copy removed)")
     return results
@@ -155,7 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                         "(repeatable; default: book,test and test,book)")
     parser.add_argument("--work", default="/var/tmp", help="where the copies' writes go (several GB each)")
     parser.add_argument("--logs", default=str(ROOT / "_build" / "rehearsal"), help="where the logs are kept")
+    parser.add_argument("--report", metavar="LOGS", help="print a past copy's results from its logs, run nothing")
     args = parser.parse_args(argv)
+    if args.report:
+        results = report(Path(args.report))
+        return 0 if results and all(s == 0 for _, s, _ in results) else 1
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         sys.exit("rehearsal: needs root on Linux (a mount namespace, an overlay of /, pivot_root)")
     args.commit = subprocess.run(["git", "-C", args.repo, "rev-parse", args.commit], capture_output=True,
