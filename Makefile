@@ -13,7 +13,7 @@ SCHEDULER ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox system book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
+.PHONY: install install-sandbox install-book-font system rehearsal book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -32,28 +32,50 @@ $(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%
 
 install: $(STAMP) $(PACKAGE_CATALOGS)
 
-# Debian packages, each target installing only what is missing (needs root or sudo).
+# Debian packages: which command needs which, the one table of them (README, set-up). Each
+# target installs those that dpkg does not list as installed, and nothing else (needs root or sudo).
+#   make book    the CJK font of the Chinese edition's figures
+#   make grade   bubblewrap, the grader's sandbox
+#   make test    all of them, with PostgreSQL (the shared gradebook's test) and Chromium (the pages in a browser)
+APT_BOOK  := fonts-wqy-microhei
+APT_GRADE := bubblewrap
+APT_TEST  := $(APT_BOOK) $(APT_GRADE) postgresql chromium
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends
+# $(call apt_ensure,PACKAGES)
+apt_ensure = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	[ -z "$$missing" ] || { echo "installing Debian packages:" $$missing; $(APT_INSTALL) $$missing >/dev/null; }
 
-# bubblewrap, the grader's sandbox: all that grading needs beyond the Python environment.
+install-book-font:
+	$(call apt_ensure,$(APT_BOOK))
+
 install-sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { $(APT_INSTALL) bubblewrap >/dev/null; }
+	$(call apt_ensure,$(APT_GRADE))
 
-# Everything the whole test suite needs: the sandbox; PostgreSQL (the test of a shared
-# gradebook); Chromium and a CJK font (the book's screenshot tests).
-APT_PACKAGES := bubblewrap postgresql chromium fonts-wqy-microhei
 system:
-	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
-	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && \
-	  fc-list 2>/dev/null | grep -qi wenquanyi || { $(APT_INSTALL) $(APT_PACKAGES) >/dev/null; }
+	$(call apt_ensure,$(APT_TEST))
+
+# Where matplotlib and IPython keep their settings and caches: in the clone, not under HOME, so that
+# nothing outside the repository (a font list written before a font was installed, a matplotlibrc,
+# an IPython start-up file) changes what the book draws or the tests see.
+export MPLCONFIGDIR := $(CURDIR)/_build/.matplotlib
+export IPYTHONDIR := $(CURDIR)/_build/.ipython
+# the .venv's Jupyter kernel and settings before any under HOME (jupyter_core's default in a venv)
+export JUPYTER_PREFER_ENV_PATH := 1
+
+# The pages' executions are cached by the code of the page alone (jupyter-cache), so a change of the
+# code they import (the course package, the figure code) or of the pinned packages empties the cache.
+BOOK_CODE := $(shell find attention_course book/figures -name '*.py' 2>/dev/null) requirements.txt
+_build/.jupyter_cache.code: $(BOOK_CODE)
+	rm -rf _build/.jupyter_cache
+	mkdir -p _build && touch $@
 
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)
 # in _build/html/_static/wheels/ (book/_ext/learner_links.py); then the Chinese edition in
 # _build/html/zh/, from the catalogs in locale/zh_CN/, executing nothing: the pages' outputs come
 # from the English build's cache (courseware/book.py). A training run that two pages show is
 # made once and kept in _build/.runs (book/figures/training.py: kept_run).
-book: install
+book: install install-book-font _build/.jupyter_cache.code
 	rm -rf _build/html  # a stale page or numbering survives an incremental build
 	COURSE_BOOK_RUNS=$(CURDIR)/_build/.runs $(BIN)/jupyter-book build . -W --keep-going
 	$(BIN)/python -m courseware book-zh -W --keep-going
@@ -145,3 +167,11 @@ train-budget: $(STAMP)
 # verdict and slowest cell. Takes minutes; not part of make test.
 validate-slow: $(STAMP)
 	$(BIN)/python -m benchmarks.validate_slow
+
+# The cold-start rehearsal (not part of make test): the README's commands, make book then make test,
+# and in a second copy make test then make book, each on a throwaway copy of this machine (an overlay
+# of /) with the Debian packages of APT_TEST purged, HOME's caches gone and a fresh clone of COMMIT;
+# prints each command's exit status and minutes (docs/maintainers.md). Root on Linux; no .venv needed.
+COMMIT ?= HEAD
+rehearsal:
+	$(PYTHON) -m benchmarks.rehearsal --commit $(COMMIT) $(foreach o,$(ORDER),--order $(o))

@@ -9,7 +9,7 @@ The book is served from a loopback HTTP server (127.0.0.1, a free port). Chromiu
 with every host except 127.0.0.1 unresolvable, and writes a network log, so that a page
 that tries to fetch anything from another site is caught even when it would fail.
 
-Needs Debian's ``chromium`` and a CJK font (``apt-get install -y chromium fonts-noto-cjk``).
+Needs Debian's ``chromium`` and a CJK font (``fonts-wqy-microhei``): ``make system`` installs both.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-INSTALL_HINT = "apt-get update && apt-get install -y chromium fonts-noto-cjk"
+INSTALL_HINT = "make system (Debian's chromium and fonts-wqy-microhei)"
 
 
 def find_chromium() -> str | None:

@@ -11,7 +11,7 @@ every page (the cache itself notices edits of the pages). ``BOOK_TEST_FRESH=1`` 
 the cache. Under pytest-xdist the workers share that one build (a file lock).
 
 The browser tests need Debian's ``chromium`` and a CJK font
-(``apt-get install -y chromium fonts-noto-cjk``); without Chromium they are skipped,
+(``make system`` installs both); without Chromium they are skipped,
 or fail if ``BOOK_REQUIRE_BROWSER=1`` (for CI).
 Their screenshots are kept in ``<build folder>/screenshots/`` (the path is printed).
 """

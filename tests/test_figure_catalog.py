@@ -191,3 +191,27 @@ def test_the_chinese_build_refuses_what_it_cannot_translate(cell):
     prose = [{"output_type": "stream", "name": "stdout", "text": "the model 'is right'\n"}]
     with pytest.raises(translated_outputs.TranslationError, match=r"English left untranslated: \['the model'\]"):
         translated_outputs.translate_outputs(prose, CHINESE, "test cell")
+
+
+def test_the_cjk_font_is_found_whatever_matplotlibs_font_list_says(monkeypatch):
+    """matplotlib never refreshes its cached font list: one written before the CJK font was
+    installed (a first ``make book`` on a fresh machine) hid the font from every later build.
+    The Chinese build registers the font by its path instead; without the font it says which
+    package and which command install it."""
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    stale = [f for f in manager.ttflist if f.name not in translated_outputs.CJK_FONTS.values()]
+    monkeypatch.setattr(manager, "ttflist", list(stale))
+    manager._findfont_cached.cache_clear()
+    translated_outputs.require_cjk_fonts.__wrapped__()
+    for family in translated_outputs.CJK_FONTS.values():
+        found = font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False)
+        assert Path(found).name == "wqy-microhei.ttc", (family, found)
+
+    monkeypatch.setattr(manager, "ttflist", list(stale))
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda *args, **kwargs: [])
+    with pytest.raises(translated_outputs.TranslationError,
+                       match=r"WenQuanYi Micro Hei.*is not installed: `make book` installs it .*fonts-wqy-microhei"):
+        translated_outputs.require_cjk_fonts.__wrapped__()
+    manager._findfont_cached.cache_clear()

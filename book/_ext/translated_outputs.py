@@ -45,9 +45,10 @@ from figures.i18n import MIME  # noqa: E402
 
 LANGUAGE = "zh_CN"
 CATALOG = "figures.po"
-#: Fonts for the Chinese texts (Debian's fonts-wqy-microhei, installed by `make system`); the
+#: Fonts for the Chinese texts (Debian's fonts-wqy-microhei, which `make book` installs); the
 #: text's own font comes first, so Latin letters, digits and shapes look as in English.
 CJK_FONTS = {"monospace": "WenQuanYi Micro Hei Mono", "default": "WenQuanYi Micro Hei"}
+CJK_PACKAGE = "fonts-wqy-microhei"
 
 #: Two lowercase English words in a row: prose that no message translated.
 PROSE = re.compile(r"(?<![\w'])[a-z]{2,}[ -][a-z]{2,}(?![\w'])")
@@ -166,6 +167,35 @@ class Translator:
         return pattern.sub(replace, text)
 
 
+@functools.cache
+def require_cjk_fonts() -> None:
+    """Make :data:`CJK_FONTS` known to matplotlib wherever Debian put them, or raise
+    :class:`TranslationError` saying which package and command install them.
+
+    matplotlib reads its list of fonts from a cache (``fontlist-*.json`` in ``MPLCONFIGDIR`` or
+    ``~/.cache/matplotlib``) that it never refreshes: written before the font was installed, it
+    hides the font from every later process. So a font missing from that list is looked for in
+    the system's font folders now and registered by its path."""
+    from matplotlib import font_manager, ft2font
+
+    manager = font_manager.fontManager
+    missing = set(CJK_FONTS.values()) - {font.name for font in manager.ttflist}
+    if missing:
+        for path in font_manager.findSystemFonts():
+            try:
+                first = ft2font.FT2Font(path)
+                faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
+            except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
+                continue
+            if missing & {face.family_name for face in faces}:
+                manager.addfont(path)
+        missing -= {font.name for font in manager.ttflist}
+    if missing:
+        raise TranslationError(
+            f"the font {', '.join(sorted(missing))} for the Chinese figures is not installed: `make book` "
+            f"installs it (Debian's {CJK_PACKAGE}: apt-get install {CJK_PACKAGE})")
+
+
 def _cjk_family(family: list[str]) -> list[str]:
     cjk = CJK_FONTS["monospace"] if "monospace" in family else CJK_FONTS["default"]
     return [*family, cjk] if cjk not in family else family
@@ -231,6 +261,7 @@ def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list
     from matplotlib.axes import Axes
     from matplotlib.text import Text
 
+    require_cjk_fonts()
     with matplotlib.rc_context(_unpack(payload["rc"])):
         fig = _unpack(payload["figure"])
         try:
@@ -342,7 +373,11 @@ def _install(app: Sphinx, config) -> None:
     a build whose language is zh_CN."""
     if config.language != LANGUAGE:
         return
-    _catalog_path(app)  # fail early without the catalog
+    _catalog_path(app)  # fail early without the catalog or the font
+    try:
+        require_cjk_fonts()
+    except TranslationError as error:
+        raise ExtensionError(f"the Chinese book cannot be drawn: {error}") from None
     from myst_nb.sphinx_ import SphinxNbRenderer
 
     original = SphinxNbRenderer._get_nb_code_cell_outputs
