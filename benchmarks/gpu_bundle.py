@@ -22,8 +22,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-#: the distributions a grading run loads (the grader, its judges, nbgrader's books and feedback
-#: pages) that the device machine's image does not hold, by their names in requirements.txt
+#: the distributions a grading run loads (the grader, its judges, the student's process, nbgrader's
+#: books and feedback pages) that the device machine's image does not hold, by their names in
+#: requirements.txt (a grading run in an environment of the image's packages and these alone passes:
+#: docs/benchmarks.md)
 GRADER = (
     "nbgrader", "nbformat", "nbconvert", "nbclient", "jupyter_client", "jupyter_core", "jupyter_server",
     "notebook", "jupyterlab_pygments", "traitlets", "tornado", "pyzmq", "platformdirs",
@@ -32,6 +34,9 @@ GRADER = (
     "rfc3339-validator", "rfc3986-validator", "rfc3987-syntax", "lark", "fqdn", "isoduration", "arrow",
     "uri-template", "webcolors", "mistune", "bleach", "tinycss2", "webencodings", "beautifulsoup4",
     "soupsieve", "defusedxml", "pandocfilters",
+    # the student's process in the sandbox runs the cells through IPython's shell (autograder/runner.py)
+    "ipython", "ipython_pygments_lexers", "jedi", "parso", "matplotlib-inline", "pexpect", "ptyprocess",
+    "prompt_toolkit", "wcwidth", "stack-data", "executing", "asttokens", "pure_eval",
 )
 #: what the device machine's image already has, among what the course uses (KINDS.md's list):
 #: never carried, so that one version of each stays there
