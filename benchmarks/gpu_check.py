@@ -311,8 +311,14 @@ try:
     found["network"] = "reached 1.1.1.1:53"
 except OSError as e:
     found["network"] = f"denied ({type(e).__name__}: {e})"
-import torch
+import os, torch
+found["ld_library_path"] = os.environ.get("LD_LIBRARY_PATH")
 found["cuda"] = torch.cuda.is_available()
+if not found["cuda"] and os.path.exists("/dev/nvidiactl"):
+    try:
+        torch.cuda.init()
+    except Exception as e:
+        found["cuda_error"] = f"{type(e).__name__}: {e}"[:300]
 if found["cuda"]:  # under the memory limit that grading sets, before the hog below
     x = torch.ones(1024, 1024, device="cuda")
     found["cuda_device"] = torch.cuda.get_device_name()
@@ -346,7 +352,8 @@ def sandbox_probe(step: Step, device: str) -> None:
     step.say(f"sandbox probe (prlimit {flag.split('=')[0]} {limits.memory_mb} MiB): network {found['network']}; "
              f"memory: {found['memory']}; CUDA in the box: {found['cuda']}"
              + (f" ({found['cuda_device']}, a 1024x1024 product summed to {found['cuda_sum']:.0f})"
-                if found["cuda"] else ""))
+                if found["cuda"] else f" ({found.get('cuda_error', 'no GPU bound')})")
+             + f"; LD_LIBRARY_PATH in the box: {found['ld_library_path']}")
     if not found["network"].startswith("denied"):
         step.fail("the sandbox reached the network")
     if not found["memory"].startswith("MemoryError"):
