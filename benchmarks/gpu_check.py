@@ -163,7 +163,7 @@ def step_train(step: Step, device: str, orders: list[str], seeds: list[int], dea
     if not cpu:
         step.fail(f"no CPU figures found in {DOCS}")
     for chapter in TRAINING:
-        recipe, metric, _train = CHAPTERS[chapter]
+        recipe, metric, _ = CHAPTERS[chapter]
         for order in [o for o in ORDERS[chapter] if "all" in orders or o in orders]:
             for seed in seeds:
                 if time.monotonic() > deadline:
