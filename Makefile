@@ -175,3 +175,18 @@ validate-slow: $(STAMP)
 COMMIT ?= HEAD
 rehearsal:
 	$(PYTHON) -m benchmarks.rehearsal --commit $(COMMIT) $(foreach o,$(ORDER),--order $(o))
+
+# A GPU run of the course in one command (docs/benchmarks.md, "On a GPU"): the training chapters
+# trained on the device against their bars, every chapter's tests (hidden ones too) against the
+# solutions, the solutions and the blank notebooks graded in the sandbox, make bench's CUDA columns
+# and chapter 9's gpu_table; within 8 minutes; its last lines say which steps passed.
+# COURSE_DEVICE=cpu is the dry run (the same steps on the CPU). On the device machine, which has
+# PyTorch but no Jupyter stack, bubblewrap or registry: `make gpu-bundle` here, carry .gpu-bundle,
+# and run `python3 -m benchmarks.gpu_check` there (or make gpu-check GPU_PYTHON=python3).
+COURSE_DEVICE ?= cuda
+GPU_PYTHON ?= $(BIN)/python
+.PHONY: gpu-bundle gpu-check
+gpu-bundle: $(STAMP)
+	$(BIN)/python -m benchmarks.gpu_bundle .gpu-bundle
+gpu-check: $(if $(filter $(BIN)/python,$(GPU_PYTHON)),$(STAMP) install-sandbox)
+	COURSE_DEVICE=$(COURSE_DEVICE) $(GPU_PYTHON) -m benchmarks.gpu_check

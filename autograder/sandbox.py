@@ -87,6 +87,17 @@ def _gpu_binds() -> list[str]:
     return args
 
 
+def _gpu_environment() -> list[str]:
+    """Where the GPU's driver libraries are found and which GPUs the grader may use, passed on
+    where the GPU is bound (``--clearenv`` drops them): an image may name its driver's folder only
+    in ``LD_LIBRARY_PATH`` (NVIDIA's container images: ``/usr/local/nvidia/lib64``, under the
+    read-only ``/usr``), without which PyTorch in the box finds no ``libcuda``."""
+    if not _gpu_binds():
+        return []
+    return [arg for name in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES") if name in os.environ
+            for arg in ("--setenv", name, os.environ[name])]
+
+
 def command(argv: list[str], limits: Limits, package: Path) -> list[str]:
     """The command line that runs ``argv`` inside the box, with ``/tmp/work`` as its folder and
     ``package`` (:func:`autograder.chapter_view.package_view`) as the course package."""
@@ -110,6 +121,7 @@ def command(argv: list[str], limits: Limits, package: Path) -> list[str]:
         "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", "/tmp",
         *_python_binds(package),
         *_gpu_binds(),
+        *_gpu_environment(),
         "--dir", "/tmp/work",
         "--chdir", "/tmp/work",
         "--setenv", "HOME", "/tmp/work",

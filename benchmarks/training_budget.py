@@ -41,7 +41,7 @@ MARGIN = 0.03
 def _dates_score(model, task, decode) -> float:
     from attention_course.seq2seq import exact_match, ids_to_strings
 
-    test, vocab = task.batch(task.test), task.tgt_vocab
+    test, vocab = task.batch(task.test, next(model.parameters()).device), task.tgt_vocab
     ids = decode(model, test.src, test.src_mask, vocab.bos_id, vocab.eos_id, vocab.pad_id, 12)
     return exact_match(ids_to_strings(ids, vocab), test.targets)
 
@@ -73,7 +73,7 @@ def _with_defaults(module: torch.nn.Module) -> list:
     return [m for m in module.modules() if hasattr(m, "reset_parameters") and any(True for _ in m.parameters(False))]
 
 
-def _train_bahdanau(seed: int, order: str = "solution") -> tuple[dict, float]:
+def _train_bahdanau(seed: int, order: str = "solution", device: str = "cpu") -> tuple[dict, float]:
     from attention_course.dates import make_date_task
     from attention_course.reference.ch03 import BahdanauDecoder, greedy_decode, sequence_loss
     from attention_course.seq2seq import make_seq2seq, train_seq2seq
@@ -83,11 +83,11 @@ def _train_bahdanau(seed: int, order: str = "solution") -> tuple[dict, float]:
     model = make_seq2seq(task, BahdanauDecoder, **BAHDANAU.model)
     if order != "solution":  # the course's encoder first, then the decoder's layers in another order
         _redraw_defaults(_with_defaults(model.encoder) + _with_defaults(_children_reordered(model.decoder, order)), seed)
-    history = train_seq2seq(model, task, sequence_loss, **BAHDANAU.training, seed=seed, progress=False)
+    history = train_seq2seq(model, task, sequence_loss, **BAHDANAU.training, device=device, seed=seed, progress=False)
     return history, _dates_score(model, task, greedy_decode)
 
 
-def _train_encoder(seed: int, order: str = "solution") -> tuple[dict, float]:
+def _train_encoder(seed: int, order: str = "solution", device: str = "cpu") -> tuple[dict, float]:
     from attention_course.reference.ch06 import TransformerEncoder
     from attention_course.tagging import TokenClassifier, make_duplicate_task, token_accuracy, train_tagger
     from attention_course.training import init_transformer_weights
@@ -98,11 +98,11 @@ def _train_encoder(seed: int, order: str = "solution") -> tuple[dict, float]:
     if order != "solution":
         _children_reordered(encoder, order)
     model = init_transformer_weights(TokenClassifier(encoder, ENCODER.model["d_model"], task.num_labels))
-    history = train_tagger(model, task, **ENCODER.training, seed=seed, progress=False)
+    history = train_tagger(model, task, **ENCODER.training, device=device, seed=seed, progress=False)
     return history, token_accuracy(model, task.test)
 
 
-def _train_transformer(seed: int, order: str = "solution") -> tuple[dict, float]:
+def _train_transformer(seed: int, order: str = "solution", device: str = "cpu") -> tuple[dict, float]:
     from attention_course.dates import make_date_task
     from attention_course.reference.ch07 import Transformer, greedy_decode, noam_lr, teacher_forcing_pair
     from attention_course.seq2seq import make_transformer, train_transformer
@@ -114,7 +114,7 @@ def _train_transformer(seed: int, order: str = "solution") -> tuple[dict, float]
         def model_class(*args):
             return _children_reordered(Transformer(*args), order)
     model = make_transformer(task, model_class, **TRANSFORMER.model)
-    history = train_transformer(model, task, **TRANSFORMER.training, seed=seed, progress=False, schedule=noam_lr,
+    history = train_transformer(model, task, **TRANSFORMER.training, device=device, seed=seed, progress=False, schedule=noam_lr,
                                 shift=teacher_forcing_pair)
     return history, _dates_score(model, task, greedy_decode)
 
@@ -149,7 +149,7 @@ def _gpt_redrawn(model, order: str, seed: int, num_layers: int):
     return model
 
 
-def _train_decoder_only(seed: int, order: str = "solution") -> tuple[dict, float]:
+def _train_decoder_only(seed: int, order: str = "solution", device: str = "cpu") -> tuple[dict, float]:
     from attention_course.prompts import complete_prompts, make_prompt_task, train_prompt_model
     from attention_course.reference.ch08 import GPT, generate
     from attention_course.seq2seq import exact_match
@@ -159,7 +159,7 @@ def _train_decoder_only(seed: int, order: str = "solution") -> tuple[dict, float
     model = GPT(len(task.vocab), **DECODER_ONLY.model, max_len=task.prompt_length + task.answer_length)
     if order != "solution":
         _gpt_redrawn(model, order, seed, DECODER_ONLY.model["num_layers"])
-    history = train_prompt_model(model, task, **DECODER_ONLY.training, seed=seed, progress=False)
+    history = train_prompt_model(model, task, **DECODER_ONLY.training, device=device, seed=seed, progress=False)
     sources, targets = [s for s, _ in task.test], [t for _, t in task.test]
     return history, exact_match(complete_prompts(model, task, sources, generate), targets)
 
@@ -185,14 +185,15 @@ CHAPTERS = {
 }
 
 
-def train_chapter(chapter: str, seed: int, order: str = "solution") -> dict:
-    """Train ``chapter``'s reference solution with its recipe and ``seed`` on one CPU thread, its
-    weights drawn in ``order`` (one of ``ORDERS[chapter]``);
+def train_chapter(chapter: str, seed: int, order: str = "solution", device: str = "cpu") -> dict:
+    """Train ``chapter``'s reference solution with its recipe and ``seed`` on one CPU thread (or on
+    ``device``: ``make gpu-check`` trains on CUDA), its weights drawn in ``order`` (one of
+    ``ORDERS[chapter]``) on the CPU, as a notebook draws them before ``.to(device)``;
     return ``{"cpu_seconds", "seconds", "steps", "score"}``."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        history, score = CHAPTERS[chapter][2](seed, order)
+        history, score = CHAPTERS[chapter][2](seed, order, device)
     finally:
         torch.set_num_threads(threads)
     return {"cpu_seconds": history["cpu_seconds"], "seconds": history["seconds"], "steps": history["steps_done"],

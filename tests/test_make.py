@@ -56,3 +56,14 @@ def test_book_builds_both_languages_and_translations_update_the_catalogs():
     translations = _dry_run("translations")
     assert "-m courseware pot _build/gettext" in translations
     assert "sphinx-intl update -p _build/gettext -l zh_CN -d locale" in translations
+
+
+def test_gpu_check_installs_nothing_on_the_device_machine():
+    """The device machine has no package registry: with its python3, make gpu-check runs the check
+    alone (the check installs the carried bundle itself); here it installs the environment first."""
+    commands = _dry_run("gpu-check", "GPU_PYTHON=python3")
+    assert "python3 -m benchmarks.gpu_check" in commands
+    for installer in ("pip", "venv", "apt-get"):
+        assert installer not in commands, f"make gpu-check GPU_PYTHON=python3 runs {installer}:\n{commands}"
+    here = _dry_run("-B", "gpu-check")
+    assert "-m venv" in here and _apt(here) == {"bubblewrap"} and ".venv/bin/python -m benchmarks.gpu_check" in here

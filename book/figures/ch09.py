@@ -595,22 +595,23 @@ def make_gqa_gpt(task: PromptTask, num_kv_heads: int, seed: int = 0) -> GPT:
     return model
 
 
-def gqa_comparison(task: PromptTask, kv_heads=(4, 2, 1), num_steps: int = 150, seed: int = 0) -> list[dict]:
+def gqa_comparison(task: PromptTask, kv_heads=(4, 2, 1), num_steps: int = 150, seed: int = 0,
+                   device: str = "cpu") -> list[dict]:
     """:func:`make_gqa_gpt` for each number of key-value heads, trained by the course's
     ``train_prompt_model`` with chapter 8's recipe cut to ``num_steps`` steps (the learning
     rate's cosine spans the shorter run), then scored by held-out exact match of the greedy
-    answers (chapter 8's ``generate``, with the cache). Checks that each model's cache holds
-    ``num_kv_heads`` heads. Returns one dict per model: ``kv_heads``, ``parameters``,
+    answers (chapter 8's ``generate``, with the cache), all on ``device`` (``make gpu-check``: CUDA).
+    Checks that each model's cache holds ``num_kv_heads`` heads. Returns one dict per model: ``kv_heads``, ``parameters``,
     ``cache_bytes`` (per token, float32), ``valid_loss`` (the last evaluation), ``accuracy``,
     ``cpu_seconds``."""
     rows = []
     for kv in kv_heads:
         model = make_gqa_gpt(task, kv, seed)
         recipe = {**DECODER_ONLY.training, "num_steps": num_steps}
-        history = train_prompt_model(model, task, seed=seed, progress=False, **recipe)
+        history = train_prompt_model(model, task, seed=seed, progress=False, device=device, **recipe)
         with _one_thread():
             answers = complete_prompts(model, task, [s for s, _target in task.test], generate)
-            _logits, cache = model(task.prompts([task.test[0][0]]))
+            _logits, cache = model(task.prompts([task.test[0][0]], device))
         if cache[0][0].shape[1] != kv:
             raise AssertionError(f"the model with {kv} key-value heads caches {cache[0][0].shape[1]}")
         d_head = DECODER_ONLY.model["d_model"] // DECODER_ONLY.model["num_heads"]
