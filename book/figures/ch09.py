@@ -310,13 +310,14 @@ def softmax_rounding(centres=(10.0, 1e4), rows: int = 64, n: int = 256, seed: in
 
 
 def describe_softmax_rounding(results: list[dict]) -> str:
-    """:func:`softmax_rounding`'s result as the page prints it: one line per centre."""
-    lines = [_("float32 logits, rows of {n}: largest relative error of a probability (row sum - 1)",
-               n=results[0]["n"])]
+    """:func:`softmax_rounding`'s result as the page prints it: for each centre, the largest relative
+    error of a probability and how far a row's sum is from 1, for each of the two formulas."""
+    lines = [_("float32 logits, rows of {n}: the largest relative error", n=results[0]["n"])]
     for r in results:
-        lines.append("  " + _("near {centre:g}: exp(x - m) / s {divided:.1e} ({divided_sum:.1e}), "
-                              "exp(x - lse) {lse:.1e} ({lse_sum:.1e})", centre=r["centre"], divided=r["divided"],
-                              divided_sum=r["divided sum"], lse=r["lse"], lse_sum=r["lse sum"]))
+        lines.append("  " + _("near {centre:g}:", centre=r["centre"]))
+        for name, formula in (("divided", "exp(x - m) / s"), ("lse", "exp(x - lse)")):
+            lines.append(f"    {formula:16s}" + _("of a probability {p:.1e}, of a row's sum {s:.1e}",
+                                                        p=r[name], s=r[name + " sum"]))
     lines.append("  " + _("float32's unit of rounding: {eps:.1e}", eps=torch.finfo(torch.float32).eps))
     return "\n".join(lines)
 
