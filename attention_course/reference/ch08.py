@@ -301,7 +301,9 @@ def generate(model, prompt, max_new_tokens, use_cache=True, temperature=0.0, top
 
     Returns:
         (B, P + max_new_tokens) long tensor on prompt's device: the prompt, then the new tokens.
-        The same with and without the cache.
+        The same with and without the cache up to rounding: the logits differ only by the order in
+        which the same products are summed, so the tokens differ only where two logits are closer
+        than the rounding of the model's dtype.
     """
     tokens = prompt
     with torch.no_grad():

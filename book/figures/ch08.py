@@ -440,25 +440,29 @@ def describe_speed(rows: list[dict]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def parameter_counts(vocab_size: int, d_model: int = 64, num_heads: int = 4, d_ff: int = 128,
-                     num_layers: int = 2, max_len: int = 32) -> dict[str, int]:
-    """Parameters of the reference GPT with and without weight tying (``model.parameters()``
-    counts a shared matrix once), and the size of the token embedding."""
+def parameter_counts(task: PromptTask) -> dict[str, int]:
+    """Parameters of the GPT this chapter trains on the prompts of ``task`` (:func:`make_date_gpt`)
+    with and without weight tying (``model.parameters()`` counts a shared matrix once), its sizes,
+    and the size of the token embedding; checked: tying saves exactly the token embedding."""
     counts = {}
     for tied in (True, False):
-        model = GPT(vocab_size, d_model, num_heads, d_ff, num_layers, max_len, tie_weights=tied)
+        model = make_date_gpt(task, tie_weights=tied)
         counts["tied" if tied else "untied"] = sum(p.numel() for p in model.parameters())
-    counts["token embedding"] = vocab_size * d_model
+    vocab_size, d_model = model.token_embedding.weight.shape
+    counts.update({"vocabulary": vocab_size, "d_model": d_model, "blocks": len(model.blocks),
+                   "max_len": model.position_embedding.num_embeddings, "token embedding": vocab_size * d_model})
+    if counts["untied"] - counts["tied"] != counts["token embedding"]:
+        raise AssertionError(f"weight tying does not save the token embedding's {counts['token embedding']:,} parameters")
     return counts
 
 
-def describe_tying(counts: dict[str, int], vocab_size: int, d_model: int = 64, blocks: int = 2) -> str:
+def describe_tying(counts: dict[str, int]) -> str:
     """:func:`parameter_counts`' result in words: what weight tying saves here and in GPT-2 small."""
-    saved = counts["untied"] - counts["tied"]
+    saved, V, d_model = counts["untied"] - counts["tied"], counts["vocabulary"], counts["d_model"]
     return "\n".join([
-        _("a GPT of width {d_model}, {blocks} blocks, vocabulary {V}: {untied:,} parameters untied",
-          d_model=d_model, blocks=blocks, V=vocab_size, untied=counts["untied"]),
-        "  " + _("{tied:,} tied: {V} x {d_model} = {saved:,} saved", tied=counts["tied"], V=vocab_size,
+        _("a GPT of width {d_model}, {blocks} blocks, vocabulary {V}, context {max_len}: {untied:,} parameters untied",
+          d_model=d_model, blocks=counts["blocks"], V=V, max_len=counts["max_len"], untied=counts["untied"]),
+        "  " + _("{tied:,} tied: {V} x {d_model} = {saved:,} saved", tied=counts["tied"], V=V,
                  d_model=d_model, saved=saved),
         _("GPT-2 small: 50257 x 768 = {saved:,} saved", saved=50257 * 768),
     ])
@@ -605,12 +609,14 @@ def draw_kv_cache(steps: int = 4):
 
 
 
-def make_date_gpt(task: PromptTask, seed: int = 0) -> GPT:
+def make_date_gpt(task: PromptTask, seed: int = 0, tie_weights: bool = True) -> GPT:
     """The notebook's GPT (:data:`attention_course.recipes.DECODER_ONLY`'s sizes: chapter 7's
     width, heads, feed-forward width and depth) for the prompts of ``task``, drawn after ``torch.manual_seed(seed)``:
-    its vocabulary is the task's, its context a prompt and a whole answer."""
+    its vocabulary is the task's, its context a prompt and a whole answer (``tie_weights=False``:
+    the same model with its own output layer, for counting)."""
     torch.manual_seed(seed)
-    return GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, **DECODER_ONLY.model)
+    return GPT(len(task.vocab), max_len=task.prompt_length + task.answer_length, tie_weights=tie_weights,
+               **DECODER_ONLY.model)
 
 
 #: The exercise notebook's graded run (its recipe), which the page repeats.
