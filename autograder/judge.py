@@ -37,6 +37,7 @@ import numpy as np
 import psutil
 
 from attention_course import i18n
+from attention_course.shortcuts import PRIVATE
 from autograder import catalogs, sandbox, scan, wire
 from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
@@ -201,7 +202,8 @@ class Link:
             return
         exercise = label.split("(", 1)[0]
         for entry in calls:
-            if isinstance(entry, str) and entry in self.forbidden.get(exercise, ()):
+            if isinstance(entry, str) and (entry in self.forbidden.get(exercise, ()) or (
+                    entry == PRIVATE and exercise in self.forbidden)):
                 self.tripped.setdefault(exercise, set()).add(entry)
 
     def request(self, op: str, timeout: float | None = None, **fields) -> dict:
@@ -581,8 +583,8 @@ class Judge:
                 if self.language != i18n.ENGLISH:
                     self.link.request("language", code=self.language)
                 self.link.request("watch", names=sorted(allowed))
-                if entries:  # before any of the student's cells runs
-                    self.link.request("forbid", entries=entries)
+                # before any of the student's cells runs; every chapter: torch.ops is forbidden in every exercise
+                self.link.request("forbid", entries=entries)
             for cell in cells:
                 source = _python_only(cell["source"])
                 if cell["kind"] == "test":
@@ -626,8 +628,10 @@ class Judge:
         for result in results:
             exercise = scan.exercise_of_test(result.grade_id, exercises) if result.kind == "test" else None
             if exercise in found:
+                private = found[exercise] == PRIVATE or scan.is_private(found[exercise])
                 result.error = {"type": "ForbiddenShortcut",
-                                "message": i18n.gettext(scan.VERDICT).format(exercise=exercise, entry=found[exercise])}
+                                "message": i18n.gettext(scan.PRIVATE_VERDICT if private else scan.VERDICT).format(
+                                    exercise=exercise, entry=found[exercise])}
         return results
 
     def output(self) -> tuple[str, str]:

@@ -71,14 +71,17 @@ class Runner:
     def forbid(self, entries: list[str]) -> None:
         """Wrap the forbidden ``entries`` before any of the student's cells runs (a module
         imported later is wrapped at its import); the calls they see while the judge's request
-        into the student's objects runs go back with its reply."""
+        into the student's objects runs go back with its reply, and so do the computations of
+        ``entries`` and the calls of PyTorch's private ``torch.ops``, whatever route reached them
+        (:func:`attention_course.shortcuts.watching`). The judge asks this of every chapter:
+        the private entry points are forbidden in every exercise."""
         from attention_course import shortcuts
 
         self.shortcuts = shortcuts
         shortcuts.arm(entries)
         shortcuts.listen(self.record)
 
-    def record(self, entry: str) -> None:
+    def record(self, entry: str, via: str | None = None) -> None:
         if self.recorded is not None:
             self.recorded.add(entry)
 
@@ -238,7 +241,8 @@ class Runner:
         self.shortcuts.arm_pending()
         outer, self.recorded = self.recorded, set()  # a request served during a callback has its own
         try:
-            reply = self.on_object(op, target, request, decode)
+            with self.shortcuts.watching():  # the computations, whatever route reaches them
+                reply = self.on_object(op, target, request, decode)
         finally:
             recorded, self.recorded = sorted(self.recorded), outer
         reply["shortcuts"] = recorded
