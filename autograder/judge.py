@@ -37,6 +37,7 @@ import numpy as np
 import psutil
 
 from attention_course import i18n
+from attention_course.shortcuts import PRIVATE
 from autograder import catalogs, sandbox, scan, wire
 from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
@@ -194,14 +195,21 @@ class Link:
         return self.proxies[number]
 
     def note_calls(self, label: str, reply: dict) -> None:
-        """Attribute the forbidden calls a reply reports to the exercise whose object the
-        request went into (the root of the stand-in's label: ``LayerNorm(…)`` is ``LayerNorm``'s)."""
+        """Attribute the forbidden calls a reply reports, each ``[entry, exercise]``: to the
+        exercise whose own code made it, else (None) to the exercise whose object the request went
+        into (the root of the stand-in's label: ``LayerNorm(…)`` is ``LayerNorm``'s). Only an entry
+        that exercise forbids counts (:data:`PRIVATE`: every exercise); a report can only cost
+        the submission points, never earn them."""
         calls = reply.get("shortcuts")
         if not isinstance(calls, list):
             return
-        exercise = label.split("(", 1)[0]
-        for entry in calls:
-            if isinstance(entry, str) and entry in self.forbidden.get(exercise, ()):
+        for call in calls:
+            if not (isinstance(call, list) and len(call) == 2 and isinstance(call[0], str)):
+                continue
+            entry, exercise = call
+            if not isinstance(exercise, str) or exercise not in self.forbidden:
+                exercise = label.split("(", 1)[0]
+            if entry in self.forbidden.get(exercise, ()) or (entry == PRIVATE and exercise in self.forbidden):
                 self.tripped.setdefault(exercise, set()).add(entry)
 
     def request(self, op: str, timeout: float | None = None, **fields) -> dict:
@@ -571,6 +579,8 @@ class Judge:
         implementation needs to fail one test, not all), never grading."""
         allowed = set(student_names(cells))
         self.link.forbidden = {c["grade_id"]: list(c.get("forbidden") or []) for c in cells if c["kind"] == "solution"}
+        exercises = [c["grade_id"] for c in cells if c["kind"] == "solution"]
+        found = self._scanned(cells)
         entries = sorted({e for listed in self.link.forbidden.values() for e in listed})
         results = []
         if self.language != i18n.ENGLISH:
@@ -581,14 +591,16 @@ class Judge:
                 if self.language != i18n.ENGLISH:
                     self.link.request("language", code=self.language)
                 self.link.request("watch", names=sorted(allowed))
-                if entries:  # before any of the student's cells runs
-                    self.link.request("forbid", entries=entries)
+                # before any of the student's cells runs; every chapter: torch.ops is forbidden in every exercise
+                self.link.request("forbid", entries=entries, exercises=self.link.forbidden)
             for cell in cells:
                 source = _python_only(cell["source"])
                 if cell["kind"] == "test":
                     error = self._here(source, cell["grade_id"])
                     with contextlib.suppress(StudentProcessGone):  # a test's calls may rebind names there
                         self._take(self._changed(self.link.request("changes"), allowed))
+                    # a shortcut seen so far fails its exercise's test now (and, below, its other tests)
+                    error = self._shortcut_verdict(cell["grade_id"], exercises, found) or error
                     results.append(CellResult(cell["index"], cell["grade_id"], "test", error))
                     if error is not None and stop_at_first_failure:
                         break
@@ -601,18 +613,38 @@ class Judge:
                 results.append(CellResult(cell["index"], cell["grade_id"], cell["kind"], error))
         finally:
             self.link.stop("grading finished")
-        return self.shortcut_verdicts(cells, results)
+        return self.shortcut_verdicts(cells, results, found)
 
-    def shortcut_verdicts(self, cells: list[dict], results: list[CellResult]) -> list[CellResult]:
-        """The tests of an exercise that reached one of its forbidden library calls, seen by
-        the static scan of the student's code or by the trip-wires while a test called into
-        it, fail with one sentence (the exercise scores 0). What the scan could not resolve
-        costs nothing; it is kept in ``self.shortcuts`` for the instructor's summary."""
-        found = {}
+    def _scanned(self, cells: list[dict]) -> dict[str, str]:
+        """Exercise -> the forbidden entry the static scan of the student's code found it reach
+        (each finding is kept in ``self.shortcuts`` for the instructor's summary; what the scan
+        could not resolve costs nothing)."""
+        found: dict[str, str] = {}
         for finding in scan.scan(cells, self.link.forbidden):
             self.shortcuts.append({**dataclasses.asdict(finding), "how": "scan"})
             if finding.entry is not None:
                 found.setdefault(finding.exercise, finding.entry)
+        return found
+
+    def _shortcut_verdict(self, test: str, exercises: list[str], found: dict[str, str]) -> dict | None:
+        """The error of the test cell ``test`` when its exercise took a shortcut, seen by the scan
+        (``found``) or by the trip-wires so far; None otherwise. A test belongs to the longest
+        exercise name it starts with among ALL the exercises: test_update_online_softmax is
+        update_online_softmax's even when only online_softmax cheated."""
+        exercise = scan.exercise_of_test(test, exercises)
+        entry = found.get(exercise) or min(self.link.tripped.get(exercise, ()), default=None)
+        if entry is None:
+            return None
+        private = entry == PRIVATE or scan.is_private(entry)
+        return {"type": "ForbiddenShortcut", "message": i18n.gettext(scan.PRIVATE_VERDICT if private else scan.VERDICT)
+                .format(exercise=exercise, entry=entry)}
+
+    def shortcut_verdicts(self, cells: list[dict], results: list[CellResult],
+                          found: dict[str, str] | None = None) -> list[CellResult]:
+        """The tests of an exercise that reached one of its forbidden library calls, seen by
+        the static scan of the student's code (``found``, else scanned here) or by the trip-wires
+        while a test called into it, fail with one sentence (the exercise scores 0)."""
+        found = dict(self._scanned(cells) if found is None else found)
         for exercise, called in sorted(self.link.tripped.items()):
             for entry in sorted(called):
                 self.shortcuts.append({"exercise": exercise, "entry": entry, "cell": exercise, "how": "trip-wire",
@@ -620,14 +652,11 @@ class Judge:
                 found.setdefault(exercise, entry)
         if not found:
             return results
-        # a test belongs to the longest exercise name it starts with among ALL the exercises:
-        # test_update_online_softmax is update_online_softmax's even when only online_softmax cheated
         exercises = [c["grade_id"] for c in cells if c["kind"] == "solution"]
         for result in results:
-            exercise = scan.exercise_of_test(result.grade_id, exercises) if result.kind == "test" else None
-            if exercise in found:
-                result.error = {"type": "ForbiddenShortcut",
-                                "message": i18n.gettext(scan.VERDICT).format(exercise=exercise, entry=found[exercise])}
+            verdict = self._shortcut_verdict(result.grade_id, exercises, found) if result.kind == "test" else None
+            if verdict is not None:
+                result.error = verdict
         return results
 
     def output(self) -> tuple[str, str]:

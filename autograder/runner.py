@@ -66,21 +66,35 @@ class Runner:
         # the trip-wires on the exercises' forbidden library calls (attention_course.shortcuts),
         # once the judge named them; the calls they saw during the request being served
         self.shortcuts = None
-        self.recorded: set[str] | None = None
+        self.exercises: dict[str, list[str]] = {}  # exercise -> its forbidden entries, as the judge named them
+        self.recorded: set[tuple[str, str | None]] | None = None
 
-    def forbid(self, entries: list[str]) -> None:
+    def forbid(self, entries: list[str], exercises: dict[str, list[str]]) -> None:
         """Wrap the forbidden ``entries`` before any of the student's cells runs (a module
         imported later is wrapped at its import); the calls they see while the judge's request
-        into the student's objects runs go back with its reply."""
+        into the student's objects runs go back with its reply, and so do the computations of
+        ``entries`` and the calls of PyTorch's private ``torch.ops``, whatever route reached them
+        (:func:`attention_course.shortcuts.watching`). The judge asks this of every chapter:
+        the private entry points are forbidden in every exercise."""
         from attention_course import shortcuts
 
         self.shortcuts = shortcuts
+        self.exercises = exercises
         shortcuts.arm(entries)
         shortcuts.listen(self.record)
 
-    def record(self, entry: str) -> None:
-        if self.recorded is not None:
-            self.recorded.add(entry)
+    def record(self, entry: str, via: str | None = None) -> None:
+        """Note ``entry`` for the reply, with the exercise whose own code made the call (the
+        innermost on the stack that forbids it, :func:`attention_course.shortcuts.charged`), or
+        None: the judge then charges the exercise its request went into."""
+        if self.recorded is None:
+            return
+        exercises = {}
+        for name, entries in self.exercises.items():
+            codes, _ = self.shortcuts.own_code(self.namespace.get(name))
+            if codes:
+                exercises[name] = (entries, codes)
+        self.recorded.add((entry, self.shortcuts.charged(entry, exercises, sys._getframe(1))))
 
     def changes(self) -> list[str]:
         """The watched names bound to another object (or unbound) since the last report."""
@@ -215,7 +229,9 @@ class Runner:
         if op == "changes":
             return {"ok": True, "changed": self.changes()}
         if op == "forbid":
-            self.forbid([str(e) for e in request.get("entries", [])])
+            exercises = request.get("exercises", {})
+            self.forbid([str(e) for e in request.get("entries", [])],
+                        {str(k): [str(e) for e in v] for k, v in exercises.items()} if isinstance(exercises, dict) else {})
             return {"ok": True, "value": None}
         if op == "language":  # the course package's messages here, in the submission's language
             from attention_course import i18n
@@ -238,9 +254,10 @@ class Runner:
         self.shortcuts.arm_pending()
         outer, self.recorded = self.recorded, set()  # a request served during a callback has its own
         try:
-            reply = self.on_object(op, target, request, decode)
+            with self.shortcuts.watching():  # the computations, whatever route reaches them
+                reply = self.on_object(op, target, request, decode)
         finally:
-            recorded, self.recorded = sorted(self.recorded), outer
+            recorded, self.recorded = sorted(self.recorded, key=str), outer
         reply["shortcuts"] = recorded
         return reply
 

@@ -17,9 +17,11 @@ functions and classes the exercise uses (followed by name), and the indirections
 name when their strings can be computed without running anything (``getattr`` with a string
 built from literals, ``importlib.import_module``, ``__import__``, ``sys.modules[...]``,
 ``eval``/``exec``/``compile`` of a literal). An indirection whose string cannot be computed
-so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``, ``torch._C``) is
-reported as *unresolved*: the instructor reads it in ``summary.html``; it costs nothing by
-itself. Comments and strings that merely name an entry are not code and are never a hit; nor
+so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``) is reported as
+*unresolved*: the instructor reads it in ``summary.html``; it costs nothing by itself. A
+forbidden function's method of a tensor (``x.logsumexp(-1)`` for ``torch.logsumexp``) is the
+function, and PyTorch's private entry points (``torch.ops``, ``torch._C``, any name with a part
+that starts with an underscore: :func:`is_private`) are forbidden in every exercise, listed or not. Comments and strings that merely name an entry are not code and are never a hit; nor
 is code outside the exercises (a scratch cell comparing an answer with PyTorch's).
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import sys
 
 from autograder.catalogs import N_
@@ -249,8 +252,8 @@ class _Walk:
             if dotted == entry or (obj is not None and _object(dotted) is obj):
                 self.hits.append((entry, f"{dotted} ({where})", line_of))
                 return
-        if dotted == "torch._C" or dotted.startswith("torch._C."):
-            self.unresolved.append((f"{dotted}: PyTorch's internals ({where})", line_of))
+        if self.exercise is not None and is_private(dotted):
+            self.hits.append((dotted, f"{dotted}: PyTorch's internals ({where})", line_of))
 
     def indirection(self, node: ast.AST, line_of: str) -> None:
         where = f"{line_of}, line {getattr(node, 'lineno', '?')}"
@@ -279,12 +282,36 @@ class _Walk:
         elif isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__builtins__"):
             self.unresolved.append((f"{node.attr} ({where})", line_of))
         elif isinstance(node, ast.Attribute) and self.exercise is not None:
-            # a method of a tensor (``x.softmax(-1)``): the receiver is not known before run time
-            for entry in self.entries:
-                owner, _, method = entry.rpartition(".")
-                if owner == "torch.Tensor" and node.attr == method and method not in self.code.methods and not (
-                        isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
-                    self.hits.append((entry, f".{method} of a value ({where})", line_of))
+            # a method of a tensor (``x.softmax(-1)``, ``x.logsumexp(-1)``: a forbidden function's own
+            # method): the receiver is not known before run time
+            if node.attr in self.code.methods or (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                return
+            matching = [entry for entry, obj in self.entries.items()
+                        if entry.rpartition(".")[2] == node.attr and _tensor_method(entry, obj)]
+            if matching:  # the tensor's own entry when listed, else the function it is the method of
+                entry = min(matching, key=lambda e: not e.startswith("torch.Tensor."))
+                self.hits.append((entry, f".{node.attr} of a value ({where})", line_of))
+
+
+def is_private(dotted: str) -> bool:
+    """Whether ``dotted`` is one of PyTorch's private entry points, which no exercise may call:
+    ``torch.ops``, or a name with a part that starts with an underscore (``torch._C``,
+    ``torch.nn.functional._in_projection``, ``torch.utils._python_dispatch``), dunders aside."""
+    parts = dotted.split(".")
+    return parts[0] == "torch" and len(parts) > 1 and (parts[1] == "ops" or any(
+        p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts[1:]))
+
+
+def _tensor_method(entry: str, obj) -> bool:
+    """Whether ``entry`` is a method of PyTorch's tensors, or a function of PyTorch that a
+    tensor has as a method of the same name (``torch.logsumexp``: ``x.logsumexp``)."""
+    owner, _, method = entry.rpartition(".")
+    if owner == "torch.Tensor":
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None or not owner.startswith("torch") or isinstance(obj, type):
+        return False
+    return inspect.isroutine(inspect.getattr_static(torch.Tensor, method, None))  # not an attribute: x.grad
 
 
 def _locals(node: ast.AST, walk: _Walk) -> None:
@@ -340,9 +367,7 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
     exercises = {c["grade_id"] for c in cells if c["kind"] == "solution"}
     findings: list[Finding] = []
     attributed: set[str] = set()
-    for exercise, entries in sorted(forbidden.items()):
-        if not entries:
-            continue
+    for exercise, entries in sorted(forbidden.items()):  # every exercise: private names are forbidden in each
         walk = _Walk(code, {e: _object(e) for e in entries}, exercise)
         todo, seen = [exercise], set()
         while todo:
@@ -385,6 +410,11 @@ def exercise_of_test(test_id: str, exercises) -> str | None:
     owners = [e for e in exercises if test_id == f"test_{e}" or test_id.startswith(f"test_{e}_")]
     return max(owners, key=len) if owners else None
 
+
+# the one sentence a test of an exercise fails with when the exercise reached PyTorch's private entry points
+PRIVATE_VERDICT = N_("{exercise} calls {entry}, one of PyTorch's private entry points (torch.ops, torch._C and the "
+                     "names that start with an underscore), which no exercise may call: an exercise that calls one "
+                     "earns no points; write {exercise} with your own code and PyTorch's public functions.")
 
 # the one sentence a test of an exercise fails with when the exercise reached a forbidden entry
 VERDICT = N_("{exercise} calls {entry}, which does this exercise's whole job and which its docstring forbids: "

@@ -170,7 +170,6 @@ def test_a_scratch_cell_comparing_with_pytorch_is_not_an_exercise():
     ("getattr(F, name)", "getattr with a name computed at run time"),
     ("importlib.import_module(name).layer_norm", "import_module of a module computed at run time"),
     ("eval(name)", "eval of code computed at run time"),
-    ("torch._C._nn.gelu", "torch._C._nn.gelu: PyTorch's internals"),
     ("globals()[name]", "globals()"),
     ("sys.modules[name].layer_norm", "sys.modules with a name computed at run time"),
 ])
@@ -180,6 +179,30 @@ def test_an_indirection_the_scan_cannot_resolve_is_listed_and_costs_nothing(code
     found = _scan({"LayerNorm": source})
     assert [(f.exercise, f.entry) for f in found] == [("LayerNorm", None)], found
     assert found[0].detail.startswith(what), found[0].detail
+
+
+@pytest.mark.parametrize("code", [
+    "torch._C._nn.gelu", "torch.ops.aten.logsumexp", "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+    "getattr(torch.ops.aten, 'log' + 'sumexp')", "torch.utils._python_dispatch._pop_mode",
+    "torch.nn.functional._in_projection_packed", "torch._VF.stft", "OPS.aten.logsumexp"])
+def test_the_scan_refuses_pytorchs_private_names_in_every_exercise(code):
+    """In an exercise with a list and in one without (masked_softmax), a private entry point
+    of PyTorch is a hit, the dotted name it reached being the entry."""
+    for exercise, lists in (("LayerNorm", True), ("masked_softmax", False)):
+        source = (f"OPS = torch.ops\ndef {exercise}(X, mask=None):\n    return {code}(X, -1)\n" if not lists else
+                  f"OPS = torch.ops\nclass LayerNorm(nn.Module):\n    def forward(self, X):\n        return {code}(X, -1)\n")
+        found = {(f.exercise, scan.is_private(f.entry or "")) for f in _scan({exercise: source}) if f.entry}
+        assert found == {(exercise, True)}, (code, exercise, found)
+
+
+def test_the_scan_finds_a_forbidden_functions_tensor_method_and_spares_attributes():
+    lists = {"online_softmax": ["torch.logsumexp"], "tiled_attention_backward": ["torch.autograd.grad"]}
+    cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP, "tags": []},
+             {"kind": "solution", "grade_id": "online_softmax", "tags": [],
+              "source": "def online_softmax(x, b):\n    lse = x.logsumexp(-1)\n    return (x - lse[..., None]).exp(), lse\n"},
+             {"kind": "solution", "grade_id": "tiled_attention_backward", "tags": [],
+              "source": "def tiled_attention_backward(Q, dO):\n    return Q.grad, torch.__version__, Q._version\n"}]
+    assert [(f.exercise, f.entry) for f in scan.scan(cells, lists)] == [("online_softmax", "torch.logsumexp")]
 
 
 def test_exercise_of_test():
@@ -224,6 +247,79 @@ def test_the_kernels_trip_wire_spares_allowed_calls_and_other_code():
     torch.nn.functional.layer_norm(x, (3,))  # outside the exercise: anyone may call it
     with pytest.raises(AssertionError, match="cheat_test_exercise calls torch.nn.functional.layer_norm"):
         cheat(x)
+
+
+_ROUTES = """
+import torch
+
+def method(x):
+    return x.logsumexp(-1)
+
+def special(x):
+    return torch.special.logsumexp(x, -1)
+
+def the_aten_op(x):
+    return torch.ops.aten.logsumexp.default(x, [-1])
+
+def hidden_aten_op(x):  # the op packet, found at run time
+    return getattr(torch.ops.aten, "log" + "sumexp")(x, [-1])
+
+def fused_forward(Q):
+    return torch.nn.functional.scaled_dot_product_attention(Q, Q, Q, is_causal=True)
+
+def fused_backward(Q):
+    O, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(Q, Q, Q, 0.0, True)[:2]
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(O, Q, Q, Q, O, lse, 0.0, True)
+
+def engine(Q):
+    leaf = Q.detach().requires_grad_(True)
+    torch.autograd.backward([(leaf * 2).sum()], [torch.ones(())])
+    return leaf.grad
+
+def honest(x):
+    m = x.amax(-1, keepdim=True)
+    return m[..., 0] + torch.log(torch.exp(x - m).sum(-1))
+
+def honest_backward(Q):  # its forward through autograd, run from outside it: the course's helpers do so
+    return Q * 2
+
+def outside(Q):
+    leaf = Q.detach().requires_grad_(True)
+    honest_backward(leaf).sum().backward()
+    return leaf.grad
+"""
+
+
+@pytest.mark.parametrize("route, entries, says", [
+    ("method", ["torch.logsumexp"], "runs aten::logsumexp, PyTorch's own computation of torch.logsumexp"),
+    ("special", ["torch.logsumexp"], "runs aten::logsumexp"),
+    ("the_aten_op", ["torch.logsumexp"], "calls torch.ops.aten.logsumexp.default, one of PyTorch's private"),
+    ("hidden_aten_op", [], "calls torch.ops.aten.logsumexp, one of PyTorch's private"),
+    ("fused_forward", ["torch.softmax"], None),
+    ("fused_forward", ["torch.nn.functional.scaled_dot_product_attention"], "calls torch.nn.functional.scaled_dot"),
+    ("fused_backward", ["torch.nn.functional.scaled_dot_product_attention"], "one of PyTorch's private"),
+    ("engine", ["torch.autograd.grad"], "runs torch.autograd.graph._engine_run_backward, PyTorch's own computation"),
+    ("honest", ["torch.logsumexp", "torch.softmax", "torch.autograd.grad"], None),
+    ("outside", [], None),
+])
+def test_the_kernels_trip_wire_sees_the_computation_whatever_the_route(route, entries, says):
+    """A forbidden entry stands for its computation: the dispatcher's operation or the engine's
+    entry that every route runs, and torch.ops is forbidden in every exercise; honest code,
+    and a backward run from outside the exercise through its code, pass."""
+    space = {"__name__": "__main__"}
+    exec(_ROUTES, space)
+    shortcuts.guard(space[route], f"{route}_{len(entries)}", entries)
+    if route == "outside":
+        shortcuts.guard(space["honest_backward"], "honest_backward", ["torch.autograd.grad", "torch.Tensor.backward"])
+    run = lambda: space[route](torch.randn(1, 1, 4, 8))  # noqa: E731
+    if says is None:
+        run()
+        return
+    with pytest.raises(AssertionError, match=f"^{route}_{len(entries)} .*which"):
+        run()
+    with pytest.raises(AssertionError) as caught:
+        run()
+    assert says in str(caught.value), str(caught.value)
 
 
 def _kernel_notebook(assignment: str, route: str):

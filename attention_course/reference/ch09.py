@@ -22,9 +22,10 @@ def update_online_softmax(running_max, running_sum, block):
         running_max: (...) the largest entry of each row seen so far (-inf before any).
         running_sum: (...) the sum of exp(x - running_max) over the entries seen so far (0 before any).
         block: (..., b) the next b >= 1 entries of each row (they may be -inf).
+        All three of one floating dtype and on one device.
 
     Returns:
-        (new_max, new_sum), each (...), of running_max's dtype and device:
+        (new_max, new_sum), each (...), of that dtype and device:
         new_max = max(running_max, the block's largest entry);
         new_sum = running_sum * exp(running_max - new_max) + sum over the block of exp(block - new_max).
         A row whose entries so far (this block's included) are all -inf stays (-inf, 0), never NaN.
@@ -37,16 +38,17 @@ def update_online_softmax(running_max, running_sum, block):
 
 
 def online_softmax(x, block_size):
-    """The softmax over the last axis, computed in one pass over blocks with update_online_softmax.
+    """The softmax over the last axis: its maximum and normaliser in one pass over blocks with update_online_softmax.
 
     Args:
         x: (..., n) logits, n >= 1 (entries may be -inf).
         block_size: the number of entries per block, >= 1; the last block may be shorter.
 
     Returns:
-        (probs, lse): probs (..., n), the softmax of each row; lse (...), log(sum(exp(x))) of
-        each row. A row of all -inf gets probs all zero and lse = -inf. Stable for huge and tiny
-        logits; keeps x's dtype and device.
+        (probs, lse): probs (..., n), the softmax of each row, exp(x - m) / l from the row's maximum m
+        and normaliser l (a second pass over the row); lse (...), log(sum(exp(x))) = m + log(l) of
+        each row. A row of all -inf gets probs all zero and lse = -inf. Exact to float rounding for
+        huge and tiny logits, up to float32's largest (3e38); keeps x's dtype and device.
 
     Do not call `torch.logsumexp`, `torch.special.logsumexp`, `torch.softmax`, `torch.nn.functional.softmax`,
     `torch.Tensor.softmax`, `torch.log_softmax`, `torch.nn.functional.log_softmax`: each does this exercise's
@@ -57,8 +59,11 @@ def online_softmax(x, block_size):
     for start in range(0, x.shape[-1], block_size):
         running_max, running_sum = update_online_softmax(running_max, running_sum, x[..., start:start + block_size])
     lse = running_max + torch.log(running_sum)  # -inf + log(0) = -inf for a row of -inf
-    # a row of -inf would give exp(-inf - (-inf)) = NaN: it has no mass, so zeros
-    probs = torch.where(lse[..., None] == float("-inf"), torch.zeros_like(x), torch.exp(x - lse[..., None]))
+    # the second pass: exp(x - m) / l, exact to rounding (m + log l would round log l away for huge logits);
+    # a row of -inf subtracts 0 instead of -inf (no NaN) and divides its zeros by 1
+    shift = torch.where(running_max == float("-inf"), torch.zeros_like(running_max), running_max)
+    total = torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)
+    probs = torch.exp(x - shift[..., None]) / total[..., None]
     return probs, lse
 
 
@@ -76,7 +81,8 @@ def tiled_attention_forward(Q, K, V, block_q=64, block_k=64, causal=False):
         each query's scaled scores over the keys it attends to. Both keep Q's dtype and device.
 
     Memory rule: no tensor it creates has more elements than the largest of Q, K, V, O, or
-    (leading batch size) x block_q x block_k. The grader checks it with Q, K, V of shape (32769, 1),
+    (leading batch size) x block_q x block_k. Views count too: a (T_q, T_k) mask made by expanding or
+    broadcasting a smaller one is a tensor of T_q x T_k elements, even though it shares their memory. The grader checks it with Q, K, V of shape (32769, 1),
     causal=True, block_q=block_k=256: the 32769 x 32769 float32 scores alone take 4.0 GiB, more
     than the grader's memory limit for your whole process (4096 MiB), while tiles run in a few seconds.
 
@@ -126,7 +132,7 @@ def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal
         weights are recomputed as exp(S - lse); with D = rowsum(dO * O), a tile's dS = P * (dO V^T - D).
 
     Memory rule: no tensor it creates has more elements than the largest of Q, K, V, O, dO, or (leading
-    batch size) x block_q x block_k. The grader checks it with Q, K, V of shape (32769, 1), causal=True,
+    batch size) x block_q x block_k; views count too, as for the forward. The grader checks it with Q, K, V of shape (32769, 1), causal=True,
     block_q=block_k=256, as for the forward.
 
     Do not call `torch.nn.functional.scaled_dot_product_attention`, `torch.autograd.grad`, `torch.Tensor.backward`,
@@ -158,6 +164,9 @@ def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal
 
 class TiledAttention(torch.autograd.Function):
     """Tiled attention with its own backward pass: TiledAttention.apply(Q, K, V, causal, block_q, block_k) -> O.
+
+    Mind the order: apply and forward take causal before the block sizes (the tests call them so), while
+    tiled_attention_forward(Q, K, V, block_q, block_k, causal) takes it last.
 
     forward(ctx, Q, K, V, causal=False, block_q=64, block_k=64): O of tiled_attention_forward; saves
         only Q, K, V, O and lse for the backward (no weights).
@@ -268,9 +277,11 @@ def generate_with_window(model, prompt, max_new_tokens, window):
         prompt: (B, P0) long tensor, P0 >= 1. max_new_tokens: N >= 1. window: W >= 1.
 
     Calls the model once on the whole prompt, without a cache, with attn_mask = sliding_window_mask(P0, W);
-    then, for each new token but the last, once with that one token at its absolute position t
-    (positions = [t]) and past_kv holding, per layer, the keys and values of the min(t, W - 1) positions
-    just before it (with the new one, the W keys of its window). The cache never holds more.
+    then, for each new token but the last (never after the last), once with that one token at its absolute
+    position t (positions = torch.tensor([t]) on the prompt's device: a tensor, not a Python list) and past_kv
+    a list holding, per layer, the keys and values of the min(t, W - 1) positions just before it (with the
+    new one, the W keys of its window). The cache never holds more. With W = 1 each layer's cache is empty
+    (keys and values of 0 positions), still a list of (K, V), not None.
 
     Returns:
         (tokens, logits): tokens (B, P0 + N), the prompt then the new tokens; logits (B, N, vocab): the

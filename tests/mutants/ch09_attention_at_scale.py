@@ -47,6 +47,9 @@ _UPDATE_WRONG = {
     "max_over_the_wrong_axis": _changed("update_online_softmax", "block.amax(dim=-1)", "block.amax(dim=0)"),
     "sum_not_exponentiated": _changed("update_online_softmax", "torch.exp(block - shift[..., None]).sum(dim=-1)",
                                       "(block - shift[..., None]).sum(dim=-1)"),
+    "block_summed_against_its_own_maximum": _changed(
+        "update_online_softmax", "torch.exp(block - shift[..., None]).sum(dim=-1)",
+        "torch.exp(block - block.amax(dim=-1, keepdim=True)).sum(dim=-1)"),
 }
 
 _SOFTMAX_WRONG = {
@@ -54,10 +57,26 @@ _SOFTMAX_WRONG = {
                                         "lse = torch.log(running_sum)"),
     "nan_on_rows_of_minus_inf": _changed(
         "online_softmax",
-        'probs = torch.where(lse[..., None] == float("-inf"), torch.zeros_like(x), torch.exp(x - lse[..., None]))',
-        "probs = torch.exp(x - lse[..., None])"),
+        'shift = torch.where(running_max == float("-inf"), torch.zeros_like(running_max), running_max)',
+        "shift = running_max"),
+    # the page's exp(x - lse): m + log(l) rounds log(l) away for huge logits (issue 35)
+    "probs_from_exp_x_minus_lse": _changed(
+        "online_softmax", "probs = torch.exp(x - shift[..., None]) / total[..., None]",
+        'probs = torch.where(lse[..., None] == float("-inf"), torch.zeros_like(x), torch.exp(x - lse[..., None]))'),
     "last_short_block_dropped": _changed("online_softmax", "range(0, x.shape[-1], block_size)",
                                          "range(0, x.shape[-1] - block_size + 1, block_size)"),
+    # delegations: the whole job by another route than the names the docstring lists (issue 35)
+    "the_tensor_method_logsumexp": (
+        "def online_softmax(x, block_size):\n"
+        "    lse = x.logsumexp(-1)\n"
+        '    probs = torch.where(lse[..., None] == float("-inf"), torch.zeros_like(x), torch.exp(x - lse[..., None]))\n'
+        "    return probs, lse\n"),
+    "the_aten_op_through_a_name_built_at_run_time": (
+        "def online_softmax(x, block_size):\n"
+        '    aten = getattr(getattr(torch, "o" + chr(112) + "s"), "aten")  # torch.ops, out of the scan\'s sight\n'
+        "    lse = aten.logsumexp(x, [-1])\n"
+        '    probs = torch.where(lse[..., None] == float("-inf"), torch.zeros_like(x), torch.exp(x - lse[..., None]))\n'
+        "    return probs, lse\n"),
     "no_maximum_subtracted": (
         "def online_softmax(x, block_size):\n"
         "    total = x.new_zeros(x.shape[:-1])\n"
@@ -106,6 +125,14 @@ _FORWARD_WRONG = {
         "torch.arange(q0, q1, device=Q.device)[:, None]", "torch.arange(q0 + shift, q1 + shift, device=Q.device)[:, None]"),
     "the_last_short_query_block_dropped": _changed("tiled_attention_forward", "for q0 in range(0, T_q, block_q):",
                                                    "for q0 in range(0, T_q - block_q + 1, block_q):"),
+    # PyTorch's own CPU FlashAttention kernel, the one the hidden tests compare with (issue 35)
+    "pytorchs_cpu_flash_kernel": (
+        "def tiled_attention_forward(Q, K, V, block_q=64, block_k=64, causal=False):\n"
+        "    d, d_v = Q.shape[-1], V.shape[-1]\n"
+        "    width = max(d, d_v)  # the kernel wants one head size: zeros change neither Q K^T nor O[..., :d_v]\n"
+        "    q, k, v = (F.pad(x, (0, width - x.shape[-1])).reshape(-1, 1, x.shape[-2], width) for x in (Q, K, V))\n"
+        "    O, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=d ** -0.5)[:2]\n"
+        "    return O[..., :d_v].reshape(*Q.shape[:-1], d_v), lse.reshape(Q.shape[:-1])\n"),
 }
 
 # ----------------------------------------------------------------------------- tiled backward
@@ -131,6 +158,37 @@ _BACKWARD_WRONG = {
         "    P = torch.exp(S - lse[..., None])\n"
         "    dS = P * (dO @ V.transpose(-2, -1) - (dO * O).sum(-1, keepdim=True))\n"
         "    return dS @ K * scale, dS.transpose(-2, -1) @ Q * scale, P.transpose(-2, -1) @ dO\n"),
+    # delegations (issue 35): PyTorch's flash backward kernel, and autograd by routes the list does not name
+    "pytorchs_cpu_flash_backward_kernel": (
+        "def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):\n"
+        "    d, d_v = Q.shape[-1], V.shape[-1]\n"
+        "    width = max(d, d_v)\n"
+        "    q, k, v, o, do = (F.pad(x, (0, width - x.shape[-1])).reshape(-1, 1, x.shape[-2], width) for x in (Q, K, V, O, dO))\n"
+        "    grads = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(\n"
+        "        do, q, k, v, o, lse.reshape(-1, 1, lse.shape[-1]), 0.0, causal, scale=d ** -0.5)\n"
+        "    return tuple(g[..., :x.shape[-1]].reshape(x.shape) for g, x in zip(grads, (Q, K, V)))\n"),
+    "torch_autograd_backward_through_the_formula": (
+        "def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):\n"
+        "    leaves = [x.detach().requires_grad_(True) for x in (Q, K, V)]\n"
+        "    with torch.enable_grad():\n"
+        "        S = leaves[0] @ leaves[1].transpose(-2, -1) / math.sqrt(Q.shape[-1])\n"
+        "        if causal:\n"
+        "            future = torch.arange(K.shape[-2], device=Q.device) > torch.arange(Q.shape[-2], device=Q.device)[:, None]\n"
+        "            S = S.masked_fill(future, float('-inf'))\n"
+        "        P = torch.exp(S - S.amax(-1, keepdim=True))\n"
+        "        torch.autograd.backward([(P / P.sum(-1, keepdim=True)) @ leaves[2]], [dO])\n"
+        "    return tuple(leaf.grad for leaf in leaves)\n"),
+    "torch_func_vjp_of_the_formula": (
+        "def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):\n"
+        "    def formula(q, k, v):\n"
+        "        S = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+        "        if causal:\n"
+        "            future = torch.arange(k.shape[-2], device=q.device) > torch.arange(q.shape[-2], device=q.device)[:, None]\n"
+        "            S = S.masked_fill(future, float('-inf'))\n"
+        "        P = torch.exp(S - S.amax(-1, keepdim=True))\n"
+        "        return (P / P.sum(-1, keepdim=True)) @ v\n"
+        "    with torch.enable_grad():\n"
+        "        return torch.func.vjp(formula, Q, K, V)[1](dO)\n"),
 }
 
 # ----------------------------------------------------------------------------- TiledAttention
@@ -145,6 +203,27 @@ _FUNCTION_WRONG = {
         "weights = torch.exp(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]) - lse[..., None])\n"
         "        ctx.save_for_backward(Q, K, V, O, lse, weights)",
         "tiled_attention_backward(*ctx.saved_tensors, dO", "tiled_attention_backward(*ctx.saved_tensors[:5], dO"),
+    # PyTorch's flash kernels through torch.ops found at run time: no name the scan can read (issue 35)
+    "pytorchs_flash_kernels_through_a_name_built_at_run_time": (
+        "class TiledAttention(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, Q, K, V, causal=False, block_q=64, block_k=64):\n"
+        '        aten = getattr(getattr(torch, "o" + chr(112) + "s"), "aten")\n'
+        "        width = max(Q.shape[-1], V.shape[-1])\n"
+        "        q, k, v = (F.pad(x, (0, width - x.shape[-1])).reshape(-1, 1, x.shape[-2], width) for x in (Q, K, V))\n"
+        "        O, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=Q.shape[-1] ** -0.5)[:2]\n"
+        "        ctx.save_for_backward(q, k, v, O, lse)\n"
+        "        ctx.causal, ctx.shapes, ctx.scale = causal, (Q.shape, K.shape, V.shape), Q.shape[-1] ** -0.5\n"
+        "        return O[..., :V.shape[-1]].reshape(*Q.shape[:-1], V.shape[-1])\n"
+        "\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, dO):\n"
+        '        aten = getattr(getattr(torch, "o" + chr(112) + "s"), "aten")\n'
+        "        q, k, v, O, lse = ctx.saved_tensors\n"
+        "        do = F.pad(dO, (0, O.shape[-1] - dO.shape[-1])).reshape(O.shape)\n"
+        "        grads = aten._scaled_dot_product_flash_attention_for_cpu_backward(do, q, k, v, O, lse, 0.0, ctx.causal,\n"
+        "                                                                          scale=ctx.scale)\n"
+        "        return (*(g[..., :s[-1]].reshape(s) for g, s in zip(grads, ctx.shapes)), None, None, None)\n"),
 }
 
 # ----------------------------------------------------------------------------- GroupedQueryAttention
@@ -165,6 +244,21 @@ _GQA_WRONG = {
         "GroupedQueryAttention",
         "mask = torch.arange(P + T, device=X.device) <= P + torch.arange(T, device=X.device)[:, None]",
         "mask = torch.arange(P + T, device=X.device) <= torch.arange(T, device=X.device)[:, None]"),
+    # dropout in training mode (issue 35): attention_weights kept after it, or dropout on the output
+    "attention_weights_after_dropout": _changed(
+        "GroupedQueryAttention", "self.attention_weights = masked_softmax(scores, mask)",
+        "self.attention_weights = self.dropout(masked_softmax(scores, mask))",
+        "merge_heads(self.dropout(self.attention_weights) @ V_all)", "merge_heads(self.attention_weights @ V_all)"),
+    "dropout_on_the_output": _changed(
+        "GroupedQueryAttention", "return self.W_o(merge_heads(self.dropout(self.attention_weights) @ V_all)), (K, V)",
+        "return self.dropout(self.W_o(merge_heads(self.attention_weights @ V_all))), (K, V)"),
+    # the fused attention through torch._C (issue 35); the weights still computed for attention_weights
+    "the_fused_attention_through_torch_C": _changed(
+        "GroupedQueryAttention",
+        "return self.W_o(merge_heads(self.dropout(self.attention_weights) @ V_all)), (K, V)",
+        "O = torch._C._nn.scaled_dot_product_attention(Q, K_all, V_all, attn_mask=mask,\n"
+        "                                                      dropout_p=self.dropout.p if self.training else 0.0)\n"
+        "        return self.W_o(merge_heads(O)), (K, V)"),
 }
 
 # ----------------------------------------------------------------------------- sliding window
@@ -199,8 +293,31 @@ _GENERATE_WRONG = {
         "generate_with_window", _KEEP + "\n            past = [(K[:, :, keep:], V[:, :, keep:]) for K, V in present]",
         "past = [(K[:, :, -(window - 1):], V[:, :, -(window - 1):]) for K, V in present]"),
     "positions_left_to_the_model": _changed("generate_with_window", ", positions=torch.tensor([t], device=device))", ")"),
+    "an_extra_call_after_the_last_token": _changed(
+        "generate_with_window", "            if step == max_new_tokens - 1:\n                break\n", ""),
     "prompt_read_without_the_window": _changed(
         "generate_with_window", "model(prompt, attn_mask=sliding_window_mask(prompt.shape[1], window, device))", "model(prompt)"),
+}
+
+# every delegation's first failing test says the exercise earns no points, in words
+_DELEGATIONS = {exercise: {label: "earns no points" for label in labels} for exercise, labels in {
+    "online_softmax": ("the_tensor_method_logsumexp", "the_aten_op_through_a_name_built_at_run_time"),
+    "tiled_attention_forward": ("pytorchs_cpu_flash_kernel",),
+    "tiled_attention_backward": ("pytorchs_cpu_flash_backward_kernel", "torch_autograd_backward_through_the_formula",
+                                 "torch_func_vjp_of_the_formula"),
+    "TiledAttention": ("pytorchs_flash_kernels_through_a_name_built_at_run_time",),
+    "GroupedQueryAttention": ("the_fused_attention_through_torch_C",),
+}.items()}
+
+MESSAGES = {
+    **_DELEGATIONS,
+    "update_online_softmax": {"block_summed_against_its_own_maximum": "summed against its own maximum"},
+    "online_softmax": {**_DELEGATIONS["online_softmax"], "probs_from_exp_x_minus_lse": "divide exp(x - m) by l"},
+    "GroupedQueryAttention": {**_DELEGATIONS["GroupedQueryAttention"],
+                              "attention_weights_after_dropout": "attention_weights in training mode (before dropout)",
+                              "dropout_on_the_output": "dropout acts on the weights, not on the output"},
+    "generate_with_window": {"an_extra_call_after_the_last_token": "the last token needs no call",
+                             "cache_keeps_w_positions": "one too many"},
 }
 
 WRONG = {
