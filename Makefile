@@ -41,10 +41,10 @@ install-sandbox:
 	@command -v bwrap >/dev/null 2>&1 || { $(APT_INSTALL) bubblewrap >/dev/null; }
 
 # Everything the whole test suite needs: the sandbox; PostgreSQL (the test of a shared
-# gradebook); Chromium and a CJK font (the book's screenshot tests).
-APT_PACKAGES := bubblewrap postgresql chromium fonts-wqy-microhei
+# gradebook); Chromium and a CJK font (the book's screenshot tests); npm (axe-core, below).
+APT_PACKAGES := bubblewrap postgresql chromium fonts-wqy-microhei npm
 system:
-	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
+	@command -v bwrap >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && \
 	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && \
 	  fc-list 2>/dev/null | grep -qi wenquanyi || { $(APT_INSTALL) $(APT_PACKAGES) >/dev/null; }
 
@@ -83,8 +83,15 @@ figures-catalog: $(STAMP)
 	$(PYBABEL_EXTRACT) -o $(FIGURES_POT) book/figures
 	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --width=100
 
+# axe-core, the accessibility rules the browser tests run on every page (tests/a11y.py), from the
+# npm registry at the version package-lock.json pins.
+AXE := node_modules/axe-core/axe.min.js
+$(AXE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
-test: install system
+test: install system $(AXE)
 	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup
 
 # The quick tests only (no notebook runs, no book build).
@@ -105,7 +112,7 @@ grade: install install-sandbox
 	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 clean:
-	rm -rf _build $(OUT) .pytest_cache
+	rm -rf _build $(OUT) .pytest_cache node_modules
 
 # Grading speed on a generated batch (STUDENTS per assignment; ASSIGNMENTS="all" or names):
 # ours with 1 and 2 workers against plain `nbgrader autograde`, where the time goes per stage;
