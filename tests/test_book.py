@@ -1106,6 +1106,39 @@ def test_the_alt_text_check_catches_what_it_should():
         assert len(a11y.alt_problems(bad)) == 1, bad
 
 
+MARKDOWN_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)[^)]*\)|<img\b[^>]*>", re.I)
+
+
+def markdown_image_problems(source: str) -> list[str]:
+    """The images of a markdown cell without a text alternative of their own (tests/a11y.py's
+    rule: not empty, not a file name)."""
+    figures = []
+    for match in MARKDOWN_IMAGE.finditer(source):
+        if match.group(0).startswith("!"):
+            figures.append({"src": match.group(2), "alt": match.group(1)})
+        else:
+            attrs = {a.group(1).lower(): next((v for v in a.groups()[1:] if v is not None), "")
+                     for a in ATTRIBUTE.finditer(match.group(0)[4:-1])}
+            figures.append({"src": attrs.get("src", ""), "alt": attrs.get("alt")})
+    return a11y.alt_problems(figures)
+
+
+def test_every_image_of_a_learner_notebook_has_alt_text():
+    """The notebooks learners download, in both languages: every picture of a markdown cell
+    says what it shows."""
+    import nbformat
+
+    notebooks = sorted((REPO / "notebooks").rglob("*.ipynb"))
+    assert any("zh_CN" in p.parts for p in notebooks) and any("zh_CN" not in p.parts for p in notebooks)
+    problems = [f"{path.relative_to(REPO)}: {problem}"
+                for path in notebooks for cell in nbformat.read(path, as_version=4).cells
+                if cell.cell_type == "markdown" for problem in markdown_image_problems(cell.source)]
+    assert not problems, "\n".join(problems)
+    assert markdown_image_problems("![](fig.png) ![Loss falls from 2.3 to 0.4.](a.png) <img src='b.png'>") == [
+        "fig.png: no alt text", "b.png: no alt text"]
+    assert markdown_image_problems('<img src="b.png" alt="b.png">') == ["b.png: the alt text is a file name ('b.png')"]
+
+
 # ------------------------------------------------------------------- the architecture pictures
 
 DIAGRAM_CLASS = re.compile(r"\bdiagram-(draw-[a-z-]+)")

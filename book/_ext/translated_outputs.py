@@ -320,7 +320,9 @@ def english_description(payload: dict) -> tuple[str, str]:
 
 def _numbers_output(tables: str) -> dict:
     """A display output that shows a figure's heat map numbers (HTML) under it."""
-    return {"output_type": "display_data", "metadata": {}, "data": {"text/html": tables}}
+    import nbformat
+
+    return nbformat.v4.new_output("display_data", data={"text/html": tables})
 
 
 def with_alt_texts(outputs: list) -> list:
