@@ -6,7 +6,8 @@
   ``_config.yml``): for an exercise page, the notebook itself. The theme opens that link
   in a new tab, where a browser shows the notebook's JSON; the script marks it as a
   download instead.
-* ``course.css``: display equations wider than the column scroll instead of being cut off.
+* ``course.css``: display equations wider than the column scroll instead of being cut off; a
+  visible focus ring on the controls the theme leaves without one.
 * **A name for each toggle of the sidebar.** The theme opens and closes a chapter's sections
   with a ``<summary>`` that holds only an icon, so a screen reader announces a nameless
   button (axe's ``summary-name``). Its sidebar HTML (``generate_toctree_html``) is given back
@@ -17,11 +18,8 @@
 from __future__ import annotations
 
 import functools
-import html
-import re
 from pathlib import Path
 
-from markupsafe import Markup
 from sphinx.application import Sphinx
 from sphinx.locale import get_translation
 
@@ -38,21 +36,18 @@ def _add_static_path(app: Sphinx) -> None:
         app.config.html_static_path.append(str(STATIC))
 
 
-#: a sidebar entry with sections: its link, then the theme's <details><summary> toggle
-_TOGGLE = re.compile(r'(<a class="reference internal"[^>]*>(.*?)</a>\s*<details[^>]*>\s*)<summary>', re.S)
-
-
-def _name_toggles(toctree_html: str) -> str:
-    def named(match: re.Match) -> str:
-        title = html.unescape(re.sub(r"<[^>]+>", "", match.group(2))).strip()
-        label = html.escape(_("Sections of {title}").format(title=title), quote=True)
-        return f'{match.group(1)}<summary aria-label="{label}">'
-
-    return _TOGGLE.sub(named, toctree_html)
+def _name_toggles(soup) -> None:
+    """Give each ``<details><summary>`` toggle of the theme's toctree (a BeautifulSoup tree) an
+    ``aria-label`` that names the entry it opens: the link before its ``<details>``."""
+    for summary in soup.select("details > summary"):
+        link = summary.parent.find_previous_sibling("a")
+        if link is not None and not summary.get("aria-label"):
+            summary["aria-label"] = _("Sections of {title}").format(title=link.get_text(" ", strip=True))
 
 
 def _named_sidebar_toggles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """Wrap the theme's ``generate_toctree_html`` so that each toggle it draws has a name."""
+    """Wrap the theme's ``generate_toctree_html`` (it returns a BeautifulSoup tree, cached per
+    page) so that each toggle it draws has a name."""
     generate = context.get("generate_toctree_html")
     if generate is None:
         return
@@ -60,7 +55,9 @@ def _named_sidebar_toggles(app: Sphinx, pagename: str, templatename: str, contex
     @functools.wraps(generate)
     def generate_named(*args, **kwargs):
         drawn = generate(*args, **kwargs)
-        return Markup(_name_toggles(str(drawn))) if isinstance(drawn, str) else drawn
+        if hasattr(drawn, "select"):
+            _name_toggles(drawn)
+        return drawn
 
     context["generate_toctree_html"] = generate_named
 
