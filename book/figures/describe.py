@@ -87,6 +87,17 @@ def _tick_names(ax, which: str, n: int) -> list[str] | None:
     return None
 
 
+def _axis_label(ax, which: str) -> str:
+    """The label of an axis, or of the same axis of a panel that shares it (a grid of heat maps
+    labels only its outer panels)."""
+    shared = ax.get_shared_y_axes() if which == "y" else ax.get_shared_x_axes()
+    for other in [ax, *shared.get_siblings(ax)]:
+        label = plain(other.get_ylabel() if which == "y" else other.get_xlabel())
+        if label:
+            return label
+    return ""
+
+
 def _axes(ax, words: Callable[[str], str]) -> list[str]:
     """The sentences of one panel."""
     said = []
@@ -207,7 +218,7 @@ def heat_map_tables(fig, words: Callable[[str], str] = lambda s: s) -> str:
             row_names = _tick_names(ax, "y", rows) or [str(r + 1) for r in range(rows)]
             col_names = _tick_names(ax, "x", cols) or [str(c + 1) for c in range(cols)]
             caption = " — ".join(filter(None, [plain(ax.get_title()), words(_ROWS_COLUMNS).format(
-                rows=plain(ax.get_ylabel()) or "—", columns=plain(ax.get_xlabel()) or "—")]))
+                rows=_axis_label(ax, "y") or "—", columns=_axis_label(ax, "x") or "—")]))
             head = "".join(f'<th scope="col">{html.escape(c)}</th>' for c in col_names)
             body = "".join(
                 f'<tr><th scope="row">{html.escape(row_names[r])}</th>'
