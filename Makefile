@@ -33,17 +33,20 @@ $(PACKAGE_CATALOGS): attention_course/locale/%/LC_MESSAGES/messages.mo: locale/%
 install: $(STAMP) $(PACKAGE_CATALOGS)
 
 # Debian packages: which command needs which, the one table of them (README, set-up). Each
-# target installs those that dpkg does not list as installed, and nothing else (needs root or sudo).
+# target installs those that dpkg does not list as installed and that are no command on PATH (a
+# machine's own node and npm count), and nothing else (needs root or sudo).
 #   make book    the CJK font of the Chinese edition's figures
 #   make grade   bubblewrap, the grader's sandbox
-#   make test    all of them, with PostgreSQL (the shared gradebook's test) and Chromium (the pages in a browser)
+#   make test    all of them, with PostgreSQL (the shared gradebook's test), Chromium (the pages in a
+#                browser) and npm (axe-core, the accessibility rules the browser runs)
 APT_BOOK  := fonts-wqy-microhei
 APT_GRADE := bubblewrap
-APT_TEST  := $(APT_BOOK) $(APT_GRADE) postgresql chromium
+APT_TEST  := $(APT_BOOK) $(APT_GRADE) postgresql chromium npm
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends
 # $(call apt_ensure,PACKAGES)
-apt_ensure = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+apt_ensure = @missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || \
+	  command -v $$p >/dev/null || echo $$p; done); \
 	[ -z "$$missing" ] || { echo "installing Debian packages:" $$missing; $(APT_INSTALL) $$missing >/dev/null; }
 
 install-book-font:
@@ -105,8 +108,15 @@ figures-catalog: $(STAMP)
 	$(PYBABEL_EXTRACT) -o $(FIGURES_POT) book/figures
 	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --width=100
 
+# axe-core, the accessibility rules the browser tests run on every page (tests/a11y.py), from the
+# npm registry at the version package-lock.json pins.
+AXE := node_modules/axe-core/axe.min.js
+$(AXE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
-test: install system
+test: install system $(AXE)
 	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup
 
 # The quick tests only (no notebook runs, no book build).
@@ -127,7 +137,7 @@ grade: install install-sandbox
 	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 clean:
-	rm -rf _build $(OUT) .pytest_cache
+	rm -rf _build $(OUT) .pytest_cache node_modules
 
 # Grading speed on a generated batch (STUDENTS per assignment; ASSIGNMENTS="all" or names):
 # ours with 1 and 2 workers against plain `nbgrader autograde`, where the time goes per stage;

@@ -197,7 +197,7 @@ class Books:
             for graded in sorted((self.root / "autograded" / student / assignment).glob("*.ipynb")):
                 language = i18n.notebook_language(json.loads(graded.read_text()).get("metadata"))
                 page = self.root / "feedback" / student / assignment / f"{graded.stem}.html"
-                if language != i18n.ENGLISH and page.is_file():
+                if page.is_file():
                     page.write_text(translate_page(page.read_text(), language))
         return failure
 

@@ -8,7 +8,13 @@ is wrong (which output, which input, expected against got) without the hidden co
 A submission whose notebook is in another of the course's languages gets its page in that
 language: the tests' messages were written in it by the judge, the course's notes here
 (:class:`HideHiddenTests`), and nbgrader's own words (the score, the headings) by
-:func:`translate_page`, from ``autograder.po``. An English page is nbgrader's, unchanged.
+:func:`translate_page`, from ``autograder.po``.
+
+Every page, English included, is made readable to everyone (WCAG 2.1 AA, checked by axe-core in
+tests/test_grading.py): its ``lang`` says the student's language, so that a screen reader speaks
+it with the right voice; the code's colours (nbgrader's Pygments theme: 3:1 on its grey) become
+an accessible theme's (accessible-pygments); links are underlined and dark enough; and a code or
+output box that scrolls sideways can be reached with the keyboard (:func:`accessible_page`).
 """
 
 from __future__ import annotations
@@ -110,10 +116,42 @@ _LATE = N_("Late submission penalty")
 _NUMBER = r"-?[0-9.]+(?: / [0-9.]+)?"
 
 
+#: accessible-pygments' light theme of high contrast: every colour 7:1 or more on its background
+_CODE_STYLE = "a11y-high-contrast-light"
+#: links: underlined (not told from the text by colour alone) and 4.5:1 on nbgrader's greys; the
+#: cell headings' links white on their blue (nbgrader draws them #bbb: 2:1); a visible focus
+_PAGE_STYLE = """
+a { color: #1d4f7c; text-decoration: underline; }
+div.nbgrader_cell .panel-heading a { color: #ffffff; }
+a:focus-visible, pre:focus-visible { outline: 3px solid #1d4f7c; outline-offset: 2px; }
+div.nbgrader_cell .panel-heading a:focus-visible { outline-color: #ffffff; }
+"""
+#: a box that scrolls (a long line of code or output) takes the keyboard's focus, so that the
+#: arrow keys scroll it; one that does not scroll stays out of the tab order
+_SCROLLABLE = """document.addEventListener("DOMContentLoaded", () => {
+  for (const box of document.querySelectorAll("pre")) {
+    if (box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight) box.tabIndex = 0;
+  }
+});"""
+
+
+def accessible_page(page: str, language: str) -> str:
+    """An nbgrader feedback page with ``<html lang>`` set to ``language`` and the course's
+    style and script for its readers (the module's docstring says what they do)."""
+    from pygments.formatters import HtmlFormatter
+
+    code = HtmlFormatter(style=_CODE_STYLE).get_style_defs(".highlight")
+    page = re.sub(r"<html>", f'<html lang="{i18n.supported(language).replace("_", "-")}">', page, count=1)
+    added = f'<style type="text/css">\n{code}\n{_PAGE_STYLE}</style>\n<script>\n{_SCROLLABLE}\n</script>\n'
+    return page.replace("</head>", added + "</head>", 1)
+
+
 def translate_page(page: str, language: str) -> str:
-    """An nbgrader feedback page (HTML) with nbgrader's words in ``language`` and the page's
-    ``lang`` set; the notebook's content is left as it is (the judge and :class:`HideHiddenTests`
-    wrote it in that language already). English: the page unchanged."""
+    """An nbgrader feedback page (HTML) with nbgrader's words in ``language``, made accessible
+    (:func:`accessible_page`: its ``lang`` set); the notebook's content is left as it is (the
+    judge and :class:`HideHiddenTests` wrote it in that language already). English: nbgrader's
+    words unchanged."""
+    page = accessible_page(page, language)
     if i18n.supported(language) == i18n.ENGLISH:
         return page
     words = catalogs.words(language)
@@ -121,7 +159,6 @@ def translate_page(page: str, language: str) -> str:
     def label(match: re.Match) -> str:
         return match[1] + words(match[2]) + match[3]
 
-    page = re.sub(r"<html>", f'<html lang="{language.replace("_", "-")}">', page, count=1)
     page = re.sub(rf"\(Score: ({_NUMBER})\)", lambda m: words(_SCORE).format(score=m[1]), page)
     page = re.sub(rf"Score: ({_NUMBER}) <a", lambda m: words(_CELL_SCORE).format(score=m[1]) + " <a", page)
     page = page.replace('<a href="#top">(Top)</a>', f'<a href="#top">{words(_TOP)}</a>')

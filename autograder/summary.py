@@ -39,7 +39,7 @@ table { border-collapse: collapse; margin: 1em 0; width: 100%; }
 th, td { border: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; } td.num { text-align: right; white-space: nowrap; }
 code { font-size: 0.9em; white-space: pre-wrap; word-break: break-word; }
-.low { color: #b00; font-weight: bold; } .muted { color: #777; }
+.low { color: #b00; font-weight: bold; } .muted { color: #595959; }
 img { max-width: 100%; }
 """
 
@@ -63,11 +63,24 @@ def _assignment_figure(assignment: str, scores: list[float], max_score: float, r
     left.set(title=f"{assignment}: scores", xlabel=f"score (out of {max_score:g})", ylabel="submissions")
     names = list(rates)[::-1]
     values = [100 * rates[n] for n in names]
-    right.barh(names, values, color=["#c44e52" if v < 50 else "#55a868" for v in values])
-    right.set(title="pass rate per test", xlabel="% of graded submissions", xlim=(0, 100))
+    # a low rate is hatched as well as red: not told by colour alone
+    bars = right.barh(names, values, color=["#c44e52" if v < 50 else "#55a868" for v in values])
+    for bar, value in zip(bars, values):
+        if value < 50:
+            bar.set_hatch("//")
+    right.set(title="pass rate per test (hatched: under 50%)", xlabel="% of graded submissions", xlim=(0, 100))
     right.tick_params(axis="y", labelsize=8)
     fig.tight_layout()
     return _png(fig)
+
+
+def _figure_text(scores: list[float], max_score: float, rates: dict[str, float]) -> str:
+    """What the figure of :func:`_assignment_figure` shows, for its ``alt``."""
+    low = [name for name, rate in rates.items() if rate < 0.5]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    return (f"Left: histogram of the {len(scores)} scores out of {max_score:g} (mean {mean:.3g}). "
+            f"Right: pass rate of each of the {len(rates)} tests, {len(low)} under 50%"
+            + (f": {', '.join(low)}." if low else "."))
 
 
 def _languages(results: list) -> str:
@@ -136,8 +149,9 @@ def _assignment_section(assignment: str, rows: list) -> str:
     top = max(r.max_score for r in rows)
     out = [f'<h2 id="{html.escape(assignment)}">{html.escape(assignment)}</h2>']
     if tests:
-        out.append(f'<img alt="scores and pass rates of {html.escape(assignment)}" '
-                   f'src="{_assignment_figure(assignment, [r.score for r in rows], top, rates)}">')
+        scores = [r.score for r in rows]
+        out.append(f'<img alt="{html.escape(_figure_text(scores, top, rates))}" '
+                   f'src="{_assignment_figure(assignment, scores, top, rates)}">')
     else:
         out.append('<p class="muted">No submission of this assignment could be graded.</p>')
         return "\n".join(out)

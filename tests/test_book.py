@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
+import a11y
 import browser
 
 # one worker runs them all: the build, the browser visits and the diagrams are fixtures built once
@@ -1008,9 +1009,13 @@ def reading(html, book) -> dict:
                         f"{doc} to load")
                 return page.evaluate(READ_PAGE)
 
+            axe = a11y.axe_source()
             for doc in page_docs() + zh_docs():
                 pages[doc] = read(doc)
                 pages[doc]["dom"] = page.evaluate("document.documentElement.outerHTML")
+                # in the same visit: axe's WCAG 2.1 A/AA rules, and the figures' text alternatives
+                pages[doc]["axe"] = a11y.run_axe(page, axe) if axe is not None else None
+                pages[doc]["figures"] = page.evaluate(a11y.FIGURES)
                 pages[doc]["screenshot"] = str(page.screenshot(shots / (doc.replace("/", "__") + ".png")))
             for doc, lang in [(f"{ZH}/{d}", "en") for d in _switch_pages()] + [(d, "zh-CN") for d in _switch_pages()]:
                 read(doc)
@@ -1058,6 +1063,80 @@ def test_language_switch_works_in_a_browser(reading):
     for doc in _switch_pages():
         assert switched[f"{ZH}/{doc}"] == (f"/course/{doc}.html", "en"), switched
         assert switched[doc] == (f"/course/{ZH}/{doc}.html", "zh-CN"), switched
+
+
+# ------------------------------------------------------------------------------ accessibility
+
+
+@pytest.mark.slow
+def test_every_page_meets_wcag_21_aa(reading):
+    """axe-core (tests/a11y.py), WCAG 2.1 A and AA, on every page of both editions as the reader's
+    browser drew it: no violation."""
+    if a11y.axe_source() is None:
+        message = f"axe-core is not installed: {a11y.INSTALL_HINT}"
+        if os.environ.get("BOOK_REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    problems = []
+    for doc in page_docs() + zh_docs():
+        problems += a11y.describe(doc, reading["pages"][doc]["axe"])
+    assert not problems, f"{len(problems)} violations of WCAG 2.1 AA:\n" + "\n".join(problems[:40])
+
+
+@pytest.mark.slow
+def test_every_figure_says_what_it_shows(reading):
+    """Each picture of a page has a text alternative of its own: not empty, not a file name
+    (Sphinx's default), not another figure's text on the same page."""
+    problems = []
+    for doc in page_docs() + zh_docs():
+        problems += [f"{doc}: {p}" for p in a11y.alt_problems(reading["pages"][doc]["figures"])]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_alt_text_check_catches_what_it_should():
+    def fig(alt, src="../_images/8a977a83e5.png"):
+        return {"src": src, "alt": alt, "hidden": False}
+
+    good = [fig("Attention weights of 6 queries over 6 keys; each row peaks on its own key."),
+            fig("Loss against step: it falls from 2.3 to 0.4.", "../_images/b1.png")]
+    assert a11y.alt_problems(good) == []
+    assert a11y.alt_problems([{**fig(""), "hidden": True}]) == []  # decorative, said so
+    for bad in ([fig("")], [fig(None)], [fig("  ")], [fig("../_images/8a977a83e5.png")], [fig("8a977a83e5")],
+                [fig("figure.PNG", "data:image/png;base64,AAAA")], [good[0], {**good[0], "src": "x.png"}]):
+        assert len(a11y.alt_problems(bad)) == 1, bad
+
+
+MARKDOWN_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)[^)]*\)|<img\b[^>]*>", re.I)
+
+
+def markdown_image_problems(source: str) -> list[str]:
+    """The images of a markdown cell without a text alternative of their own (tests/a11y.py's
+    rule: not empty, not a file name)."""
+    figures = []
+    for match in MARKDOWN_IMAGE.finditer(source):
+        if match.group(0).startswith("!"):
+            figures.append({"src": match.group(2), "alt": match.group(1)})
+        else:
+            attrs = {a.group(1).lower(): next((v for v in a.groups()[1:] if v is not None), "")
+                     for a in ATTRIBUTE.finditer(match.group(0)[4:-1])}
+            figures.append({"src": attrs.get("src", ""), "alt": attrs.get("alt")})
+    return a11y.alt_problems(figures)
+
+
+def test_every_image_of_a_learner_notebook_has_alt_text():
+    """The notebooks learners download, in both languages: every picture of a markdown cell
+    says what it shows."""
+    import nbformat
+
+    notebooks = sorted((REPO / "notebooks").rglob("*.ipynb"))
+    assert any("zh_CN" in p.parts for p in notebooks) and any("zh_CN" not in p.parts for p in notebooks)
+    problems = [f"{path.relative_to(REPO)}: {problem}"
+                for path in notebooks for cell in nbformat.read(path, as_version=4).cells
+                if cell.cell_type == "markdown" for problem in markdown_image_problems(cell.source)]
+    assert not problems, "\n".join(problems)
+    assert markdown_image_problems("![](fig.png) ![Loss falls from 2.3 to 0.4.](a.png) <img src='b.png'>") == [
+        "fig.png: no alt text", "b.png: no alt text"]
+    assert markdown_image_problems('<img src="b.png" alt="b.png">') == ["b.png: the alt text is a file name ('b.png')"]
 
 
 # ------------------------------------------------------------------- the architecture pictures

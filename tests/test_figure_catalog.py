@@ -152,7 +152,10 @@ def cell(monkeypatch):
 
 CHINESE = {"training loss": "训练损失", "{n} steps on {device}": "在 {device} 上训练 {n} 步", "query": "查询",
            "encoder": "编码器", "window": "窗口 MLP", "held-out accuracy {accuracy:.1%}": "留出集准确率 {accuracy:.1%}",
-           "faster at: {names}": "更快的是：{names}"}
+           "faster at: {names}": "更快的是：{names}",
+           # the sentences of the figure's text alternative (figures/describe.py)
+           "{title}.": "{title}。", "{label}: from {first} at {x_first} to {last} at {x_last}.":
+           "{label}：从 {x_first} 处的 {first} 到 {x_last} 处的 {last}。"}
 
 
 def test_the_chinese_build_translates_printouts_and_figures(cell):
@@ -164,6 +167,15 @@ def test_the_chinese_build_translates_printouts_and_figures(cell):
                                      "更快的是：编码器, GRU\n")
     chinese_png = translated[1]["data"]["image/png"]
     assert chinese_png != cell[1]["data"]["image/png"] and i18n.MIME not in translated[1]["data"]
+    # the picture says what it shows, in Chinese: its title, and its line by its label
+    assert translated[1]["metadata"][translated_outputs.ALT] == "在 cpu 上训练 300 步。训练损失：从 x = 0 处的 1 到 x = 1 处的 0。"
+
+
+def test_the_english_build_gives_each_figure_its_alt_text(cell):
+    described = translated_outputs.with_alt_texts(cell)
+    assert described[1]["metadata"][translated_outputs.ALT] == (
+        "300 steps on cpu. training loss: from 1 at x = 0 to 0 at x = 1.")
+    assert translated_outputs.ALT not in cell[1]["metadata"]  # a copy: the cache's outputs stay as they are
 
 
 def test_a_word_in_quotes_or_code_is_data():

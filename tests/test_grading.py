@@ -18,6 +18,7 @@ import pytest
 from autograder import course, scan
 from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, NBGRADER_WORDS, visible_part
 
+import a11y
 import browser
 import delegation
 import languages
@@ -249,6 +250,34 @@ def test_feedback_math_is_typeset_offline_and_where_the_page_goes_alone(graded, 
     assert len(asked) == 1 and "mathjax" in asked[0].lower(), asked
 
 
+@pytest.mark.slow
+def test_feedback_pages_and_summary_meet_wcag_21_aa(graded):
+    """axe-core (tests/a11y.py), WCAG 2.1 A and AA, in one Chromium: a feedback page of a failed
+    submission in each language (code, outputs, error messages, links) and summary.html."""
+    if browser.find_chromium() is None:
+        pytest.fail(f"Chromium not found; install it: {browser.INSTALL_HINT}")
+    source = a11y.axe_source()
+    if source is None:
+        pytest.fail(f"axe-core is not installed: {a11y.INSTALL_HINT}")
+    import cdp
+
+    assignment = next(a for a, students in languages.twins(course.assignments()).items() if "wrong_zh" in students)
+    pages = [f"feedback/{student}/{assignment}/{next((graded / 'feedback' / student / assignment).glob('*.html')).name}"
+             for student in ("wrong_en", "wrong_zh")] + ["summary.html"]
+    problems, langs = [], {}
+    with browser.serve(graded) as base, cdp.chromium_page(width=1280, height=2000) as page:
+        for doc in pages:
+            url = f"{base}/{doc}"
+            page.goto(url)
+            page.wait_for(f"location.href === {json.dumps(url)} && document.readyState === 'complete'", what=f"{doc} to load")
+            page.wait_for("!window.MathJax || !MathJax.startup || MathJax.startup.promise.then(() => true)",
+                          what=f"MathJax on {doc}")
+            langs[doc] = page.evaluate("document.documentElement.lang")
+            problems += a11y.describe(doc, a11y.run_axe(page, source))
+    assert list(langs.values()) == ["en", "zh-CN", "en"], langs
+    assert not problems, f"{len(problems)} violations of WCAG 2.1 AA:\n" + "\n".join(problems)
+
+
 # ----------------------------------------------------------------------------- a class in two languages
 
 
@@ -306,7 +335,7 @@ def test_a_chinese_submission_is_told_in_chinese(graded):
             assert not left, f"{student}/{assignment}: nbgrader's words left in English: {left}"
             words = html.unescape(re.sub(r"<[^>]+>", "", page))
             assert not [line for line in hidden if line in words], f"{student}/{assignment} shows hidden test code"
-        assert "<html>" in next((graded / "feedback" / students.get("wrong_en", "blank") / assignment).glob("*.html")).read_text()
+        assert '<html lang="en">' in next((graded / "feedback" / students.get("wrong_en", "blank") / assignment).glob("*.html")).read_text()
 
 
 @pytest.mark.slow

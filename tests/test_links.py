@@ -9,7 +9,7 @@ from pathlib import Path
 
 import notebook_tools as nbt
 
-SKIPPED = {"_build", "out"}  # build outputs; hidden folders (.venv, .git, caches) too
+SKIPPED = {"_build", "out", "node_modules"}  # build outputs, npm packages; hidden folders (.venv, .git, caches) too
 LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE_SPAN = re.compile(r"`[^`\n]*`")

@@ -22,11 +22,11 @@ def _apt(commands: str) -> set[str]:
 
 def test_each_command_installs_the_debian_packages_it_needs_and_no_other():
     """The Makefile's one table: make book the CJK font of its Chinese figures (a fresh machine's
-    first make book failed without it), make grade bubblewrap, make test all of them."""
+    first make book failed without it), make grade bubblewrap, make test all of them and npm (axe-core)."""
     assert _apt(_dry_run("book")) == {"fonts-wqy-microhei"}
     assert _apt(_dry_run("grade", "SUBMISSIONS=submissions")) == {"bubblewrap"}
     assert _apt(_dry_run("bench-grade")) == {"bubblewrap"}
-    assert _apt(_dry_run("test")) == {"bubblewrap", "postgresql", "chromium", "fonts-wqy-microhei"}
+    assert _apt(_dry_run("test")) == {"bubblewrap", "postgresql", "chromium", "fonts-wqy-microhei", "npm"}
 
 
 def test_the_book_executes_its_pages_again_when_the_code_they_import_changes():

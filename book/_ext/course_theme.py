@@ -6,14 +6,27 @@
   ``_config.yml``): for an exercise page, the notebook itself. The theme opens that link
   in a new tab, where a browser shows the notebook's JSON; the script marks it as a
   download instead.
-* ``course.css``: display equations wider than the column scroll instead of being cut off.
+* ``course.css``: display equations wider than the column scroll instead of being cut off; a
+  visible focus ring on the controls the theme leaves without one.
+* **A name for each toggle of the sidebar.** The theme opens and closes a chapter's sections
+  with a ``<summary>`` that holds only an icon, so a screen reader announces a nameless
+  button (axe's ``summary-name``). Its sidebar HTML (``generate_toctree_html``) is given back
+  with an ``aria-label`` on each toggle: "Sections of <the chapter's title>", in the edition's
+  language (``book_ui.po``).
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.locale import get_translation
+
+from courseware import book as editions
+
+#: the words of book/_ext, translated through book_ui.po (book/_ext/editions.py loads it)
+_ = get_translation(editions.UI_DOMAIN)
 
 STATIC = Path(__file__).resolve().parent.parent / "_static"
 
@@ -23,8 +36,36 @@ def _add_static_path(app: Sphinx) -> None:
         app.config.html_static_path.append(str(STATIC))
 
 
+def _name_toggles(soup) -> None:
+    """Give each ``<details><summary>`` toggle of the theme's toctree (a BeautifulSoup tree) an
+    ``aria-label`` that names the entry it opens: the link before its ``<details>``."""
+    for summary in soup.select("details > summary"):
+        link = summary.parent.find_previous_sibling("a")
+        if link is not None and not summary.get("aria-label"):
+            summary["aria-label"] = _("Sections of {title}").format(title=link.get_text(" ", strip=True))
+
+
+def _named_sidebar_toggles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Wrap the theme's ``generate_toctree_html`` (it returns a BeautifulSoup tree, cached per
+    page) so that each toggle it draws has a name."""
+    generate = context.get("generate_toctree_html")
+    if generate is None:
+        return
+
+    @functools.wraps(generate)
+    def generate_named(*args, **kwargs):
+        drawn = generate(*args, **kwargs)
+        if hasattr(drawn, "select"):
+            _name_toggles(drawn)
+        return drawn
+
+    context["generate_toctree_html"] = generate_named
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _add_static_path)
     app.add_js_file("exercise-download.js", loading_method="defer")
     app.add_css_file("course.css")
+    # after the theme (500) put generate_toctree_html into the context
+    app.connect("html-page-context", _named_sidebar_toggles, priority=700)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

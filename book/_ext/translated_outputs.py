@@ -1,6 +1,12 @@
-"""The Chinese book's figures and printouts, made from the English build's executed pages.
+"""The Chinese book's figures and printouts, made from the English build's executed pages; and
+in both editions, each figure's text alternative.
 
-Active only when ``language`` is ``zh_CN``. The Chinese build reads the pages' outputs from the
+**Text alternatives** (both editions): each picture a code cell draws gets an ``alt`` that says
+what it shows (``book/figures/describe.py``: its panels, axes, series and the finding its
+code gave it), read from the figure the output carries, in the edition's language. A picture
+whose cell gives its own ``alt`` (the architecture diagrams: ``mystnb: image: alt:``) keeps it.
+
+**Translation**: active only when ``language`` is ``zh_CN``. The Chinese build reads the pages' outputs from the
 English build's Jupyter cache and executes nothing. Each output that has words carries what
 is needed to say them in Chinese (``book/figures/i18n.py``): a figure carries itself, pickled;
 a cell that printed messages carries each message's English text, message id and values. Before
@@ -40,6 +46,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # book/: the figure package
+from figures import describe  # noqa: E402
 from figures.i18n import MIME  # noqa: E402
 
 
@@ -49,6 +56,9 @@ CATALOG = "figures.po"
 #: text's own font comes first, so Latin letters, digits and shapes look as in English.
 CJK_FONTS = {"monospace": "WenQuanYi Micro Hei Mono", "default": "WenQuanYi Micro Hei"}
 CJK_PACKAGE = "fonts-wqy-microhei"
+
+#: the output metadata key where a picture's alt text waits for MyST-NB's image renderer
+ALT = "course_alt"
 
 #: Two lowercase English words in a row: prose that no message translated.
 PROSE = re.compile(r"(?<![\w'])[a-z]{2,}[ -][a-z]{2,}(?![\w'])")
@@ -248,9 +258,10 @@ CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
 MATH = re.compile(r"(?<!\\)\$.+(?<!\\)\$")
 
 
-def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list[str]]:
+def translate_figure(payload: dict, translator: Translator, alt: list | None = None) -> tuple[bytes, list[str]]:
     """The Chinese PNG of a pickled figure, drawn as IPython's inline backend drew the English
-    one, and the English prose left in its texts. Raises :class:`TranslationError` when a
+    one, and the English prose left in its texts; its Chinese text alternative appended to
+    ``alt`` when given (:func:`chinese_alt_text`). Raises :class:`TranslationError` when a
     Chinese text would show tofu boxes: a character no font has, or Chinese in a text with math
     (``$...$``: matplotlib's math renderer has no CJK font; write the math in Unicode)."""
     import matplotlib
@@ -273,6 +284,11 @@ def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list
                     family = labels[0].get_fontfamily() if labels else matplotlib.rcParams["font.family"]
                     ax.tick_params(axis="x" if axis is ax.xaxis else "y", which="both",
                                    labelfontfamily=_cjk_family(list(family)))
+            # the labels of the lines and bars (a legend shows copies; the alt text reads these)
+            for artist in fig.findobj(lambda a: not isinstance(a, (Text, Axes)) and hasattr(a, "get_label")):
+                label = artist.get_label()
+                if isinstance(label, str) and label and not label.startswith("_"):
+                    artist.set_label(translator.text(label))
             left = []
             for text in fig.findobj(Text):
                 english = text.get_text()
@@ -291,9 +307,71 @@ def translate_figure(payload: dict, translator: Translator) -> tuple[bytes, list
                 png = print_figure(fig, "png")
             if missing:
                 raise TranslationError("tofu: characters no font of the figure has: " + "; ".join(sorted(set(missing))))
+            if alt is not None:
+                alt += [chinese_alt_text(fig, translator), describe.heat_map_tables(fig, _words(translator))]
         finally:
             plt.close(fig)
     return png, left
+
+
+def _words(translator: Translator):
+    """The Chinese of a sentence of :mod:`figures.describe`, from the catalog (a missing one is
+    reported as missing)."""
+    def words(msgid: str) -> str:
+        if msgid not in translator.catalog:
+            translator.missing.add(msgid)
+            return msgid
+        return translator.catalog[msgid]
+
+    return words
+
+
+def chinese_alt_text(fig, translator: Translator) -> str:
+    """:func:`figures.describe.alt_text` of a translated figure: its sentences and its finding
+    from the catalog."""
+    found = getattr(fig, describe.FINDING, None)
+    return describe.alt_text(fig, _words(translator), translator.text(found) if found else None)
+
+
+def english_description(payload: dict) -> tuple[str, str]:
+    """The alt text and the heat maps' tables (:mod:`figures.describe`) of the figure an
+    English output carries."""
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context(_unpack(payload["rc"])):
+        fig = _unpack(payload["figure"])
+        try:
+            return describe.alt_text(fig), describe.heat_map_tables(fig)
+        finally:
+            plt.close(fig)
+
+
+def _numbers_output(tables: str) -> dict:
+    """A display output that shows a figure's heat map numbers (HTML) under it."""
+    import nbformat
+
+    return nbformat.v4.new_output("display_data", data={"text/html": tables})
+
+
+def with_alt_texts(outputs: list) -> list:
+    """The English outputs, each picture that carries its figure given its alt text, and
+    followed by its heat maps' numbers where it has small ones (copies)."""
+    described = []
+    for output in outputs:
+        payload = output.get("data", {}).get(MIME) or {}
+        tables = ""
+        if "image/png" in output.get("data", {}) and "figure" in payload:
+            output = copy.deepcopy(output)
+            text, tables = english_description(payload)
+            if text:
+                output.setdefault("metadata", {})[ALT] = text
+        described.append(output)
+        if tables:
+            described.append(_numbers_output(tables))
+    return described
 
 
 def recorded_messages(outputs: list) -> list[dict]:
@@ -314,6 +392,7 @@ def translate_outputs(outputs: list, catalog: dict[str, str], where: str, page: 
     translated, problems = [], []
     for index, output in enumerate(outputs, start=1):
         output = copy.deepcopy(output)
+        tables = ""
         kind = output.get("output_type")
         data = output.get("data", {})
         payload = data.pop(MIME, None)
@@ -328,8 +407,13 @@ def translate_outputs(outputs: list, catalog: dict[str, str], where: str, page: 
                     problems.append(f"output {index} (a picture) has no Chinese twin: the page was executed "
                                     "without book/figures/i18n.py; execute the English book again")
                 else:
-                    png, left = translate_figure(payload, translator)
+                    alt: list[str] = []
+                    png, left = translate_figure(payload, translator, alt)
                     data["image/png"] = base64.b64encode(png).decode("ascii")
+                    text, tables = alt
+                    if text:
+                        output.setdefault("metadata", {})[ALT] = text
+                        left += english_prose(text)
                     if left:
                         problems.append(f"output {index} (a picture): English left untranslated: {sorted(set(left))}")
             if "text/markdown" in data:
@@ -340,6 +424,8 @@ def translate_outputs(outputs: list, catalog: dict[str, str], where: str, page: 
             if not data:
                 continue  # only the cell's messages: nothing to show
         translated.append(output)
+        if tables:
+            translated.append(_numbers_output(tables))
     if translator.missing:
         problems.insert(0, f"no translation in {CATALOG} (missing, empty or fuzzy) for: "
                         + "; ".join(repr(m) for m in sorted(translator.missing)))
@@ -367,17 +453,35 @@ def _catalog(env) -> dict[str, str]:
     return _catalogs[key]
 
 
-def _install(app: Sphinx, config) -> None:
-    """Put the translation between MyST-NB's reading of a code cell's outputs and their
-    rendering (MyST-NB 1.4's ``_get_nb_code_cell_outputs``), once per process; it acts only in
-    a build whose language is zh_CN."""
-    if config.language != LANGUAGE:
+def _give_alt_texts(nb_renderer) -> None:
+    """Make a MyST-NB element renderer put the alt text an output carries (:data:`ALT`) on its
+    picture, unless the cell gave the picture one."""
+    original = nb_renderer.render_image
+    if getattr(original, "gives_alt", False):
         return
-    _catalog_path(app)  # fail early without the catalog or the font
-    try:
-        require_cjk_fonts()
-    except TranslationError as error:
-        raise ExtensionError(f"the Chinese book cannot be drawn: {error}") from None
+
+    def render_image(data):
+        found = original(data)
+        alt = data.output_metadata.get(ALT)
+        for node in found:
+            if alt and not node.get("alt"):
+                node["alt"] = alt
+        return found
+
+    render_image.gives_alt = True
+    nb_renderer.render_image = render_image
+
+
+def _install(app: Sphinx, config) -> None:
+    """Put the alt texts and the translation between MyST-NB's reading of a code cell's outputs
+    and their rendering (MyST-NB 1.4's ``_get_nb_code_cell_outputs``), once per process; it
+    translates only in a build whose language is zh_CN."""
+    if config.language == LANGUAGE:
+        _catalog_path(app)  # fail early without the catalog or the font
+        try:
+            require_cjk_fonts()
+        except TranslationError as error:
+            raise ExtensionError(f"the Chinese book cannot be drawn: {error}") from None
     from myst_nb.sphinx_ import SphinxNbRenderer
 
     original = SphinxNbRenderer._get_nb_code_cell_outputs
@@ -386,9 +490,10 @@ def _install(app: Sphinx, config) -> None:
 
     def chinese_outputs(renderer, token):
         exec_count, outputs = original(renderer, token)
+        _give_alt_texts(renderer.nb_renderer)
         env = renderer.document.settings.env
         if env.config.language != LANGUAGE:
-            return exec_count, outputs
+            return exec_count, with_alt_texts(outputs)
         where = f"{env.docname}, code cell {token.meta['index'] + 1}"
         page = [m for cell in renderer.nb_client.notebook.cells for m in recorded_messages(cell.get("outputs", []))]
         try:

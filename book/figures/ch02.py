@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from attention_course.reference.ch02 import dot_product_scores, lengths_to_mask, masked_softmax, score_std
+from figures.describe import finding
 from figures.i18n import _
 
 
@@ -52,7 +53,9 @@ def plot_score_std(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), num_samples: in
     ax.set_title(_("{n} random pairs q, k ~ N(0, I) per point", n=num_samples))
     ax.legend(fontsize="small")
     fig.tight_layout()
-    return fig
+    return finding(fig, _("Without the scale the measured std grows as √d, from {a:.2f} at d = {d0} to {b:.1f} at d = {d1}; "
+                          "divided by √d it stays between {lo:.2f} and {hi:.2f} at every width.",
+                          a=raw[0], b=raw[-1], d0=int(dims[0]), d1=int(dims[-1]), lo=min(scaled), hi=max(scaled)))
 
 
 def plot_softmax_saturation(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), num_keys: int = 10):
@@ -81,7 +84,10 @@ def plot_softmax_saturation(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), num_ke
     left.legend(fontsize="small")
     fig.suptitle(_("softmax over {n} random keys", n=num_keys))
     fig.tight_layout()
-    return fig
+    return finding(fig, _("Unscaled, the mean largest weight grows from {a:.2f} at d = {d0} to {b:.2f} at d = {d1}, "
+                          "nearly one-hot; scaled by 1/√d it stays between {lo:.2f} and {hi:.2f}.",
+                          a=raw[0, 0], b=raw[-1, 0], d0=int(dims[0]), d1=int(dims[-1]),
+                          lo=scaled[:, 0].min(), hi=scaled[:, 0].max()))
 
 
 def plot_masked_weights(valid_lens=(3, 6, 0, 8), num_queries: int = 4, num_keys: int = 8, seed: int = 0):
@@ -93,12 +99,16 @@ def plot_masked_weights(valid_lens=(3, 6, 0, 8), num_queries: int = 4, num_keys:
     lens = torch.tensor(valid_lens)
     scores = torch.randn(len(valid_lens), num_queries, num_keys, generator=generator)
     weights = masked_softmax(scores, lengths_to_mask(lens, num_keys))
-    return show_heatmaps(
+    fig = show_heatmaps(
         weights[None],
         titles=[_("valid length {n}", n=int(n)) for n in lens],
         xlabel=_("keys"), ylabel=_("queries"),
         figsize=(2.6 * len(valid_lens) + 0.8, 2.6),
     )
+    masked = ~lengths_to_mask(lens, num_keys).expand_as(weights)
+    return finding(fig, _("Every masked key (at or beyond the valid length) gets weight {w:g}; each row of a map with "
+                          "valid keys sums to 1, and the map of valid length 0 is all zeros ({n} of its weights).",
+                          w=float(weights[masked].abs().max()), n=int((weights[lens == 0] == 0).sum())))
 
 
 def column_form_check(n: int = 3, m: int = 4, d: int = 5, seed: int = 0) -> dict[str, object]:

@@ -11,6 +11,7 @@ from torch import nn
 from attention_course.reference.ch02 import masked_softmax
 from attention_course.reference.ch04 import MultiHeadAttention, merge_heads, mha_param_count, split_heads
 from attention_course.twins import to_torch_multihead
+from figures.describe import finding
 from figures.i18n import _, padded
 
 
@@ -108,7 +109,7 @@ def plot_toy_heads(sentence=TOY_SENTENCE, sharpness: float = 8.0):
     weights = example["weights"][0]  # (2, T, T)
     maps = torch.cat([weights, weights.mean(dim=0, keepdim=True)])
     labels = [f"{w} {t}" for t, w in enumerate(example["sentence"])]
-    return show_heatmaps(
+    fig = show_heatmaps(
         maps[None],
         titles=[_("head 0: previous token"), _("head 1: same word"), _("mean of the two heads")],
         xlabel=_("keys"), ylabel=_("queries"),
@@ -116,6 +117,13 @@ def plot_toy_heads(sentence=TOY_SENTENCE, sharpness: float = 8.0):
         yticklabels=labels,
         figsize=(12.0, 4.2),
     )
+    sentence = example["sentence"]
+    T = len(sentence)
+    previous = float(torch.stack([weights[0, t, t - 1] for t in range(1, T)]).mean())
+    same = torch.tensor([[sentence[t] == sentence[s] and s <= t for s in range(T)] for t in range(T)])
+    on_same = float((weights[1] * same).sum(-1).mean())
+    return finding(fig, _("Head 0 puts on average {p:.0%} of a token's weight on the token before it; head 1 puts "
+                          "{s:.0%} on the copies of its own word so far, in equal shares.", p=previous, s=on_same))
 
 
 def split_merge_summary(X: torch.Tensor, heads: torch.Tensor, merged: torch.Tensor) -> str:

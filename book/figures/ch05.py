@@ -49,7 +49,7 @@ def plot_encoding_heatmap(max_len: int = 60, d_model: int = 64):
 
     P = sinusoidal_positional_encoding(max_len, d_model).numpy()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    image = ax.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    image = ax.imshow(P, cmap="cividis", vmin=-1, vmax=1, aspect="auto")  # lighter = larger, in greyscale too
     ax.set_xlabel(_("encoding dimension (column of P)"))
     ax.set_ylabel(_("position t (row of P)"))
     ax.set_title(_("sinusoidal positional encoding, d_model = {d_model}", d_model=d_model))
@@ -64,9 +64,9 @@ def plot_encoding_columns(columns=(6, 7, 8, 9), max_len: int = 60, d_model: int 
 
     P = sinusoidal_positional_encoding(max_len, d_model).numpy()
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    for col in columns:
+    for col, style in zip(columns, ("-", "--", ":", "-.") * len(columns)):  # told apart in greyscale too
         kind = "sin" if col % 2 == 0 else "cos"
-        ax.plot(np.arange(max_len), P[:, col], label=_("column {col} ({kind}, j = {j})", col=col, kind=kind, j=col // 2))
+        ax.plot(np.arange(max_len), P[:, col], linestyle=style, label=_("column {col} ({kind}, j = {j})", col=col, kind=kind, j=col // 2))
     ax.set_xlabel(_("position t"))
     ax.set_ylabel("P[t, column]")
     ax.set_title(_("four columns of P (d_model = {d_model})", d_model=d_model))
@@ -91,7 +91,7 @@ def plot_barcode(num_positions: int = 16, num_bits: int = 4, d_model: int = 16):
     left.set_ylabel(_("position t"))
     left.set_xticks(range(num_bits))
     left.set_yticks(range(num_positions))
-    image = right.imshow(P, cmap="RdBu_r", aspect="auto", vmin=-1, vmax=1)
+    image = right.imshow(P, cmap="cividis", aspect="auto", vmin=-1, vmax=1)
     right.set_title(_("row t of P: a continuous barcode"))
     right.set_xlabel(_("encoding dimension"))
     right.set_yticks(range(num_positions))

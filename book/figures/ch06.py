@@ -382,9 +382,10 @@ def plot_batch_dependence(result: dict | None = None, **kwargs):
 
     result = result or batch_dependence(**kwargs)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), sharey=True)
-    styles = dict(zip(result["methods"], (("tab:red", "o"), ("tab:orange", "s"), ("tab:blue", "^"))))
-    for method, (color, marker) in styles.items():
-        left.plot(result["padded_lengths"], result["padding"][method], color=color, label=method)
+    styles = dict(zip(result["methods"], (("tab:red", "o", "-"), ("tab:orange", "s", "--"), ("tab:blue", "^", ":"))))
+    for method, (color, marker, line) in styles.items():  # a marker and a line style each: apart in greyscale
+        left.plot(result["padded_lengths"], result["padding"][method], marker=marker, linestyle=line, markevery=5, color=color,
+                  label=method)
         right.plot(range(1, len(result["companions"][method]) + 1), result["companions"][method],
                    marker, color=color, label=method)
     left.set_xlabel(_("padded length of the batch"))
@@ -611,10 +612,12 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
 
     labels = {"encoder": _("Transformer encoder (2 blocks)"), "window": _("window MLP (3 letters each side)")}
     colors = {"encoder": "tab:blue", "window": "tab:red"}
+    markers = {"encoder": "o-", "window": "s--"}
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for name, run in runs.items():
         history = run["history"]
-        ax.plot(history["valid_step"], 100 * np.asarray(history["valid_accuracy"]), "o-", color=colors[name],
+        # a marker each as well as a colour: the runs stay apart in greyscale
+        ax.plot(history["valid_step"], 100 * np.asarray(history["valid_accuracy"]), markers[name], color=colors[name],
                 label=_("{model}: held-out {accuracy:.1%}", model=labels[name], accuracy=run["test_accuracy"]))
     if ceiling is not None:
         ax.axhline(100 * ceiling["ceiling"], color="tab:red", linestyle="--", linewidth=1,

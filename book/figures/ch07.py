@@ -296,8 +296,8 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 3.8))
     steps = np.arange(1, num_steps + 1)
-    for d_model, warmup in settings:
-        left.plot(steps, [noam_lr(int(s), d_model, warmup) for s in steps],
+    for (d_model, warmup), style in zip(settings, ("-", "--", ":", "-.") * len(settings)):  # apart in greyscale
+        left.plot(steps, [noam_lr(int(s), d_model, warmup) for s in steps], linestyle=style,
                   label=f"d_model = {d_model}, warmup = {warmup}")
     left.set_xlabel(_("step"))
     left.set_ylabel(_("learning rate"))
