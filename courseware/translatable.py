@@ -100,8 +100,19 @@ _CODE = re.compile(r"``.+?``|`[^`]+`|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\([^()]*\
 
 
 def code_names(text: str) -> set[str]:
-    """The code written in ``text`` (in backticks or not), e.g. ``nn.Linear(d_model, d_model)``, ``d_head``."""
-    return {m for m in _CODE.findall(text) if not re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", m)}  # not e.g., i.e.
+    """The code written in ``text`` (in backticks or not), e.g. ``nn.Linear(d_model, d_model)``, ``d_head``.
+    A call whose arguments are prose (``max(running_max, the block's largest entry)``, or its
+    translation) is its name and the code among its arguments: the prose is the translator's."""
+    found = set()
+    for m in _CODE.findall(text):
+        if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", m):  # not e.g., i.e.
+            continue
+        call = re.fullmatch(r"([^`(]+)\((.*)\)", m)
+        if call and re.search(rf"\b[a-z]{{2,}}(?:'s)? [a-z]{{2,}}\b|[{_CJK}]", call.group(2)):
+            found |= {call.group(1)} | code_names(call.group(2))
+            continue
+        found.add(m)
+    return found
 
 
 def _check_code_names(english: str) -> Callable[[str], str | None]:

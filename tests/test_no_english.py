@@ -28,7 +28,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # What is never English prose: inline code, placeholders, formulas, quoted sources (the notes'
 # words, a quoted error), then calls (innermost first: ``softmax(Q K^T / sqrt(d))``), dotted,
 # snake_case and CamelCase names, keyword arguments, words with digits (float32, 4x), shapes' letters.
-_QUOTED = re.compile(r"``.+?``|`[^`]+`|\{[^{}]*\}|\$[^$]+\$|“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^'\s][^']*'(?!s\b)")
+_QUOTED = re.compile(r"``.+?``|`[^`]+`|\{[^{}]*\}|\$[^$]+\$|“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^'\s][^']*'(?!s\b)"
+                     r"|（[\x20-\x7e]*）|《[^》]*》|\*[^*]*→[^*]*\*")  # and a term's English gloss, a title, a menu path
 _CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)|\((?:\s*[a-z_]\w*\s*,)+\s*[a-z_]\w*\s*\)")
 _NAME = re.compile(r"[A-Za-z_]?\w*(?:(?:\[[^\[\]]*\])*\.[A-Za-z_]\w*)+|\b[A-Za-z]\w*_\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+=\S+|\b\w*\d\w*\b"
                    r"|\b[A-Z]{2,}\b")
@@ -199,3 +200,19 @@ def test_the_install_cell_speaks_chinese():
                       or "use_language" in c.source][:1]
         left += [(assignment, p.text) for p in translatable.code_pieces(install.source) if english(p.text)]
     assert not left, left
+
+
+def test_the_docstrings_and_comments_of_a_chinese_notebook_are_chinese():
+    """What is left to read in the course and exercise cells of a Chinese notebook once translated:
+    a docstring's item keeps its name (``temperature, top_k:``), a call its code; no English prose
+    the tooling made the translator keep (``max(running_max, the block's largest entry)``)."""
+    left = []
+    for assignment, _, chinese in _chinese_notebooks():
+        for cell in chinese.cells:
+            if cell.cell_type != "code" or nbt.is_test_cell(cell) or "use_language" in cell.source:
+                continue
+            for piece in translatable.code_pieces(cell.source):
+                text = piece.text[len(translatable._named_prefix(piece.text) or ""):]
+                if english(text):
+                    left.append(f"{assignment}: {piece.text[:100]!r} ({', '.join(english(text))})")
+    assert not left, f"{len(left)} pieces keep English:\n" + "\n".join(left[:10])
