@@ -216,3 +216,36 @@ def test_the_docstrings_and_comments_of_a_chinese_notebook_are_chinese():
                 if english(text):
                     left.append(f"{assignment}: {piece.text[:100]!r} ({', '.join(english(text))})")
     assert not left, f"{len(left)} pieces keep English:\n" + "\n".join(left[:10])
+
+
+# ----------------------------------------------------------------------------- one word per concept
+
+
+def test_one_word_per_concept():
+    """A term of locale/zh_CN/terms.csv with a ``not_used`` column names the words the edition does
+    not use for it (屏蔽 / 掩蔽 for 遮蔽, 及格线 for 评分线, 参考答案 for 参考解答...): none of them is in
+    any catalog (pages, notebooks, messages, figures), but in the introduction's note on where the
+    course's terms differ from D2L's Chinese edition; and that note says so."""
+    import csv
+
+    catalogs_dir = nbt.ROOT / "locale" / ZH / "LC_MESSAGES"
+    with (nbt.ROOT / "locale" / ZH / "terms.csv").open(newline="", encoding="utf-8") as f:
+        rows = [row for row in csv.DictReader(f) if (row.get("not_used") or "").strip()]
+    assert {"mask", "batch dimension", "reference solution", "bar (the graded threshold)", "heatmap"} <= {
+        r["english"] for r in rows}
+    note = catalogs_dir / "book" / "intro.po"
+    found = []
+    for path in sorted(catalogs_dir.rglob("*.po")):
+        if path == note:
+            continue
+        with path.open("rb") as f:
+            for message in read_po(f):
+                for row in rows:
+                    for variant in (v.strip() for v in row["not_used"].split(" / ")):
+                        if message.id and variant in str(message.string) and variant not in str(message.id):
+                            found.append(f"{path.relative_to(catalogs_dir)}: {variant!r} (terms.csv: "
+                                         f"{row['chinese']!r}) in {str(message.string)[:60]!r}")
+    assert not found, f"{len(found)} entries use a word terms.csv rules out:\n" + "\n".join(found[:10])
+    with note.open("rb") as f:
+        said = " ".join(str(m.string) for m in read_po(f))
+    assert all(w in said for w in ("《动手学深度学习》", "规范化", "掩蔽", "基于位置", "强制教学")), "the D2L note"
