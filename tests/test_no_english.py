@@ -249,3 +249,17 @@ def test_one_word_per_concept():
     with note.open("rb") as f:
         said = " ".join(str(m.string) for m in read_po(f))
     assert all(w in said for w in ("《动手学深度学习》", "规范化", "掩蔽", "基于位置", "强制教学")), "the D2L note"
+
+
+def test_the_catalogs_write_percent_and_dashes_as_the_style_guide_says():
+    """docs/translating.md: Chinese writes 90% (no space before %), and a pair of related terms with
+    one hyphen (编码器-解码器), never an en dash."""
+    catalogs_dir = nbt.ROOT / "locale" / ZH / "LC_MESSAGES"
+    wrong = []
+    for path in sorted(catalogs_dir.rglob("*.po")):
+        with path.open("rb") as f:
+            for message in read_po(f):
+                text = str(message.string) if message.id else ""
+                if CJK.search(text) and (re.search(r"[0-9}] %", text) or "编码器–解码器" in text):
+                    wrong.append(f"{path.relative_to(catalogs_dir)}: {text[:70]!r}")
+    assert not wrong, f"{len(wrong)} entries:\n" + "\n".join(wrong[:10])
