@@ -39,7 +39,7 @@ METADATA_KEY = "attention_course"
 DOMAIN = "messages"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
-_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations()}
+_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations(), "helpers": {}}
 
 
 def supported(code: object) -> str:
@@ -105,14 +105,20 @@ _ = gettext
 _NOT_A_MESSAGE = {"check_own_code"}
 
 
+#: a test's own helper -> (the positions, the names) of the parameters it only puts into a message
+Helpers = dict[str, tuple[frozenset, frozenset]]
+
+
 def _called(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def _message_roots(tree: ast.AST, prints: bool = True) -> Iterator[ast.expr]:
+def _message_roots(tree: ast.AST, prints: bool = True, helpers: Helpers | None = None) -> Iterator[ast.expr]:
     """The expressions whose value is only ever a message's text (``print``'s arguments too, with
-    ``prints``)."""
+    ``prints``), and what is passed to a test's own helper for a parameter it only puts into a
+    message (``helpers``: :func:`message_parameters`)."""
+    helpers = helpers or {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert) and node.msg is not None:
             yield node.msg
@@ -120,11 +126,18 @@ def _message_roots(tree: ast.AST, prints: bool = True) -> Iterator[ast.expr]:
             called = _called(node)
             if called == "AssertionError" or called == "print" and prints:
                 yield from node.args
-            elif called and called not in _NOT_A_MESSAGE and (
-                    called.startswith("check_") or (isinstance(node.func, ast.Attribute)
-                                                    and isinstance(node.func.value, ast.Name)
-                                                    and node.func.value.id == "checks")):
-                yield from (kw.value for kw in node.keywords if kw.arg == "name")
+                continue
+            named = called and called not in _NOT_A_MESSAGE and (
+                called.startswith("check_") or (isinstance(node.func, ast.Attribute)
+                                                and isinstance(node.func.value, ast.Name)
+                                                and node.func.value.id == "checks"))
+            positions, names = helpers.get(node.func.id, ((), ())) if isinstance(node.func, ast.Name) else ((), ())
+            for k, arg in enumerate(node.args):
+                if isinstance(arg, ast.Starred):
+                    break  # the positions after it are unknown
+                if k in positions:
+                    yield arg
+            yield from (kw.value for kw in node.keywords if kw.arg in names or (named and kw.arg == "name"))
 
 
 def _text_parts(expr: ast.expr, texts: list, uses: list) -> None:
@@ -153,12 +166,20 @@ def _text_parts(expr: ast.expr, texts: list, uses: list) -> None:
         _text_parts(expr.orelse, texts, uses)
 
 
-def message_texts(tree: ast.AST, prints: bool = True) -> list[ast.expr]:
+def message_texts(tree: ast.AST, prints: bool = True, helpers: Helpers | None = None) -> list[ast.expr]:
     """The string literals and f-strings of ``tree`` that build a message and nothing else.
 
-    Those in a message root (:func:`_message_roots`), and those assigned (``=``, ``+=``) to a
-    variable whose every use is in the text of a message: such a variable holds nothing but
-    words. A variable bound any other way (a loop, a parameter, unpacking) is left alone."""
+    Those in a message root (:func:`_message_roots`; ``helpers``: the test's own functions, with
+    the parameters they only put into a message, :func:`message_parameters`), and those assigned
+    (``=``, ``+=``) to a variable whose every use is in the text of a message: such a variable
+    holds nothing but words. A variable bound any other way (a loop, a parameter, unpacking) is
+    left alone."""
+    return _words(tree, prints, {**(helpers or {}), **message_parameters(tree, helpers)})[0]
+
+
+def _words(tree: ast.AST, prints: bool, helpers: Helpers, free: frozenset = frozenset()) -> tuple[list, set]:
+    """The message texts of ``tree`` and the variables that hold only words; a name of ``free``
+    (a function's parameter) may be one of them, its value being the caller's."""
     stores: dict[str, list] = collections.defaultdict(list)  # name -> the values it is given, None: other ways
     loads: dict[str, set] = collections.defaultdict(set)
     for node in ast.walk(tree):
@@ -169,7 +190,8 @@ def message_texts(tree: ast.AST, prints: bool = True) -> list[ast.expr]:
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             stores[node.target.id].append(node.value if isinstance(node.op, ast.Add) else None)
         elif isinstance(node, ast.arg):
-            stores[node.arg].append(None)
+            if node.arg not in free:
+                stores[node.arg].append(None)
         elif isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 loads[node.id].add(id(node))
@@ -179,8 +201,9 @@ def message_texts(tree: ast.AST, prints: bool = True) -> list[ast.expr]:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
             stores[node.id].append(None)
 
-    roots = list(_message_roots(tree, prints))
-    words = {name for name, values in stores.items() if values and all(v is not None for v in values)}
+    roots = list(_message_roots(tree, prints, helpers))
+    words = {name for name in set(stores) | free
+             if (stores[name] or name in free) and all(v is not None for v in stores[name])}
     while True:
         texts: list = []
         uses: list = []
@@ -196,6 +219,25 @@ def message_texts(tree: ast.AST, prints: bool = True) -> list[ast.expr]:
         if id(text) not in seen:
             seen.add(id(text))
             found.append(text)
+    return found, words
+
+
+def message_parameters(tree: ast.AST, known: Helpers | None = None) -> Helpers:
+    """The functions ``tree`` defines whose parameters go only into the text of a message, e.g.
+    ``def check_rule(largest, allowed, name): assert ..., f"{name} created ..."``: what a test
+    passes there (``check_rule(largest, allowed, "tiled_attention_forward of ...")``) is words,
+    as a check's ``name=`` is. ``known``: helpers defined before (in an earlier cell), which these
+    may call."""
+    found: Helpers = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        free = frozenset(positional + [a.arg for a in args.kwonlyargs])
+        _, words = _words(node, False, {**(known or {}), **found}, free)
+        if words & free:
+            found[node.name] = (frozenset(k for k, a in enumerate(positional) if a in words), frozenset(words & free))
     return found
 
 
@@ -249,11 +291,17 @@ def _translated_fstring(text: ast.JoinedStr, translated: str) -> list | None:
     return parts if used == wanted else None
 
 
-def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None) -> ast.AST:
+def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
+                   helpers: Helpers | None = None) -> ast.AST:
     """``tree`` (changed in place) with the strings of :func:`message_texts` translated by
-    ``translate`` (default: :func:`gettext`)."""
+    ``translate`` (default: :func:`gettext`). ``helpers``: the test's own helpers defined in other
+    cells (:func:`message_parameters`); by default those of the cells translated so far in this
+    process (a kernel's, the grader's), to which this tree's are added."""
     translate = translate or gettext
-    for text in message_texts(tree):
+    if helpers is None:
+        helpers = _active["helpers"]
+        helpers.update(message_parameters(tree, helpers))
+    for text in message_texts(tree, helpers=helpers):
         key = msgid(text)
         translated = translate(key)
         if translated == key:

@@ -58,12 +58,19 @@ def _visible(source: str) -> str:
 
 def worth_translating(text: str) -> bool:
     """Whether ``text`` holds words: not code alone (an expression, with an f-string's
-    placeholders standing for values), and at least one word of two letters."""
+    placeholders standing for values), and at least one word of two letters, or an English
+    possessive (``"'s O"``: the test's own name + "'s O"). Code followed by a parenthesis of
+    prose (``"GroupedQueryAttention(16, 4, 1).W_kv.weight (multi-query)"``) parses as a call, but
+    no code is written with a space before its call's parenthesis: it is words."""
+    if re.match(r"'s\b", text.strip()):
+        return True
     if not re.search(r"[A-Za-z]{2}", text):
         return False
     if re.fullmatch(r"[a-z]+", text) or (text != text.strip() and re.fullmatch(r"[A-Za-z_][\w.]*", text.strip())):
         return True  # one plain word ("output"), or a name that starts a message ("weights " + ...): the translator decides
     probe = re.sub(r"\{[^{}]*\}", "x", text).strip()
+    if re.search(r"[\w)\]] \([^()]*[A-Za-z]{2}", probe) and not re.search(r"\b(?:and|or|not|in|if|else|for|is|lambda|return) \(", probe):
+        return True
     try:
         ast.parse(probe, mode="eval")
     except SyntaxError:
@@ -80,15 +87,23 @@ def _mistakes(tree: ast.AST) -> Iterator[ast.Constant]:
             yield from node.keys
 
 
-def cell_words(source: str, prints: bool = True) -> list[tuple[str, bool]]:
-    """``(text, is_a_mistake)`` for every test word of a cell's code (see the module's doc); the
-    text ``print`` shows too, with ``prints``."""
+def _tree(source: str) -> ast.AST | None:
     lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     try:
-        tree = ast.parse("\n".join(lines))
+        return ast.parse("\n".join(lines))
     except SyntaxError:
+        return None
+
+
+def cell_words(source: str, prints: bool = True, helpers: i18n.Helpers | None = None) -> list[tuple[str, bool]]:
+    """``(text, is_a_mistake)`` for every test word of a cell's code (see the module's doc); the
+    text ``print`` shows too, with ``prints``; ``helpers``: the test's own helpers of the notebook
+    (:func:`notebook_helpers`), whose message parameters are words wherever they are called."""
+    tree = _tree(source)
+    if tree is None:
         return []
-    found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree, prints)] + [(k.value, True) for k in _mistakes(tree)]
+    found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree, prints, helpers)] + [
+        (k.value, True) for k in _mistakes(tree)]
     return [(text, mistake) for text, mistake in found if worth_translating(text)]
 
 
@@ -100,6 +115,18 @@ def _course_and_test_cells(path: Path) -> Iterator[tuple[int, str, str, bool]]:
             yield index, meta.get("grade_id") or f"cell-{index}", "".join(cell["source"]), bool(meta.get("grade"))
 
 
+def notebook_helpers(sources: list[str]) -> i18n.Helpers:
+    """The test's own helpers that the code cells ``sources`` of a notebook define, in order, with
+    the parameters they only put into a message (:func:`attention_course.i18n.message_parameters`):
+    as a kernel (and the grader) running the cells in order knows them."""
+    helpers: i18n.Helpers = {}
+    for source in sources:
+        tree = _tree(source)
+        if tree is not None:
+            helpers.update(i18n.message_parameters(tree, helpers))
+    return helpers
+
+
 def notebook_words(part: str) -> Iterator[tuple[Path, int, str, str, bool]]:
     """``(notebook, cell index, grade_id, text, is_a_mistake)`` of the tests' words of every source
     notebook: those a learner's notebook holds (``part="visible"``), or those only the grader has
@@ -107,11 +134,13 @@ def notebook_words(part: str) -> Iterator[tuple[Path, int, str, str, bool]]:
     # what a course cell prints is the notebook's catalog's (exercises/<assignment>.po: the Chinese
     # notebook's course cells print Chinese); the test cells are the same code in both notebooks
     cells = [(path, *cell) for path in sorted(SOLUTIONS.glob("*/*.ipynb")) for cell in _course_and_test_cells(path)]
-    visible = {(path, index): cell_words(_visible(source), prints=test) for path, index, _, source, test in cells}
+    helpers = {path: notebook_helpers([source for p, _, _, source, _ in cells if p == path]) for path, *_ in cells}
+    visible = {(path, index): cell_words(_visible(source), prints=test, helpers=helpers[path])
+               for path, index, _, source, test in cells}
     shown = {text for words in visible.values() for text, _ in words}
     for path, index, grade_id, source, test in cells:
         words = visible[path, index] if part == "visible" else [
-            (text, mistake) for text, mistake in cell_words(source, prints=test) if text not in shown]
+            (text, mistake) for text, mistake in cell_words(source, prints=test, helpers=helpers[path]) if text not in shown]
         for text, mistake in words:
             yield path, index, grade_id, text, mistake
 

@@ -6,10 +6,11 @@ A :class:`Piece` is one text of a cell's source with the span it occupies there:
   table row (a row of numbers and code alone is no piece); formulas on their own and code
   blocks stay as they are. Lines are joined: a paragraph is one line of text, as in Sphinx's
   catalogs of the book.
-* Code (never a test cell's, never inside ``### BEGIN/END SOLUTION``): each docstring's
+* Code (never inside ``### BEGIN/END SOLUTION``; of a test cell, only its comments): each docstring's
   paragraphs, and in a docstring's sections (``Args:``, ``Returns:``, ...) each item; each
   comment (a block of full-line comments is one piece); the words of a string a cell prints
-  (``print(...)``) or raises (``raise ValueError(...)``).
+  (``print(...)``) or raises (``raise ValueError(...)``): two words or more, or a label
+  (``"permutation:"``).
 
 The code and the formulas never change: :func:`substitute` puts a translation only inside its
 piece's span (a docstring stays the same string literal, a comment a comment),
@@ -99,15 +100,29 @@ _CODE = re.compile(r"``.+?``|`[^`]+`|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\([^()]*\
 
 
 def code_names(text: str) -> set[str]:
-    """The code written in ``text`` (in backticks or not), e.g. ``nn.Linear(d_model, d_model)``, ``d_head``."""
-    return {m for m in _CODE.findall(text) if not re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", m)}  # not e.g., i.e.
+    """The code written in ``text`` (in backticks or not), e.g. ``nn.Linear(d_model, d_model)``, ``d_head``.
+    A call whose arguments are prose (``max(running_max, the block's largest entry)``, or its
+    translation) is its name and the code among its arguments: the prose is the translator's."""
+    found = set()
+    for m in _CODE.findall(text):
+        if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", m):  # not e.g., i.e.
+            continue
+        call = re.fullmatch(r"([^`(]+)\((.*)\)", m)
+        if call and re.search(rf"\b[a-z]{{2,}}(?:'s)? [a-z]{{2,}}\b|[{_CJK}]", call.group(2)):
+            found |= {call.group(1)} | code_names(call.group(2))
+            continue
+        found.add(m)
+    return found
 
 
 def _check_code_names(english: str) -> Callable[[str], str | None]:
     wanted = code_names(english)
 
     def check(translation: str) -> str | None:
-        missing = sorted(wanted - code_names(translation))
+        got = code_names(translation)
+        # a name the English has alone may stand inside a call of the translation: max(running_max, m)
+        missing = sorted(w for w in wanted - got
+                         if not any(re.search(rf"(?<![\w.]){re.escape(w)}(?![\w])", g) for g in got))
         if missing:
             return "the names and code of the English must be kept exactly (missing " + ", ".join(missing) + ")"
         return None
@@ -546,8 +561,8 @@ def _string_pieces(source: str, lines: list[str], starts: list[int], tree: ast.A
         is_f = isinstance(node, ast.JoinedStr)
         text = "".join(m.group("body") if "f" in m.group("prefix").lower() or not is_f
                        else m.group("body").replace("{", "{{").replace("}", "}}") for m in literals)
-        if words(text) < 2:
-            continue
+        if words(text) < 2 and not re.fullmatch(r"\s*[A-Za-z][a-z]+:\s*", text):
+            continue  # one word is a name, unless it is a label ("permutation:")
         quote = literals[0].group("quote")
         begin = starts[parts[0].start[0] - 1] + parts[0].start[1]
         end = starts[parts[-1].end[0] - 1] + parts[-1].end[1]
@@ -585,12 +600,29 @@ def solution_lines(source: str) -> set[int]:
     return found
 
 
-def code_pieces(source: str) -> list[Piece]:
+def hidden_lines(source: str) -> set[int]:
+    """The lines (from 0) of a test cell's ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``
+    regions, markers included: nbgrader removes them from the learner's notebook."""
+    inside, found = False, set()
+    for k, line in enumerate(source.splitlines()):
+        if line.strip() == "### BEGIN HIDDEN TESTS":
+            inside = True
+        if inside:
+            found.add(k)
+        if line.strip() == "### END HIDDEN TESTS":
+            inside = False
+    return found
+
+
+def code_pieces(source: str, comments_only: bool = False) -> list[Piece]:
     """The pieces of a code cell that a learner reads, in the cell's order: docstrings, comments,
-    the strings it prints or raises (none inside a solution region)."""
+    the strings it prints or raises (none inside a solution region). ``comments_only`` (a test
+    cell, whose strings are translated as it runs): its comments, outside its hidden regions."""
     lines = source.splitlines()
     starts = _line_starts(source)
     skip = solution_lines(source)
+    if comments_only:
+        return _comment_pieces(source, lines, starts, skip | hidden_lines(source))
     tree = ast.parse(source)
     pieces: list[Piece] = []
     for node in ast.walk(tree):

@@ -86,8 +86,9 @@ def test_every_piece_goes_back_into_its_place(assignment):
         where = f"{assignment}: cell {en.metadata.get('nbgrader', {}).get('grade_id')}"
         assert (zh.cell_type, zh.metadata) == (en.cell_type, en.metadata), where
         changed += zh.source != en.source
-        if nbt.is_test_cell(en):
-            assert zh.source == en.source, f"{where}: a test cell changed"
+        if nbt.is_test_cell(en):  # only its comments are translated: the same code, strings included
+            assert ast.dump(ast.parse(zh.source)) == ast.dump(ast.parse(en.source)), f"{where}: a test cell changed"
+            assert zh.source != en.source or not tr.code_pieces(en.source, comments_only=True), f"{where}: comments"
         elif en.cell_type == "code":
             assert tr.check_code(en.source, zh.source) is None, f"{where}: {tr.check_code(en.source, zh.source)}"
             assert tr.signatures(zh.source) == tr.signatures(en.source), where
@@ -213,7 +214,7 @@ def test_update_marks_changed_english_fuzzy_and_removed_english_obsolete(tmp_pat
     assert "Run the setup cell below once." in catalog.obsolete
     state = translations.status(name)
     assert state.up_to_date and not state.complete and len(state.fuzzy) == 1 and len(state.untranslated) == 1
-    assert "1 of 112 entries empty, 1 fuzzy" in state.summary()
+    assert "1 of 141 entries empty, 1 fuzzy" in state.summary()
     text = translations.catalog_path(name).read_text()
     assert "#| msgid \"Later exercises may call" in text and "#~ msgid \"Run the setup cell below once.\"" in text
     # a translation that does not fit is named, translated entries only

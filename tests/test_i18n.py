@@ -119,6 +119,53 @@ def test_only_the_words_of_messages_are_translated():
     assert _shape_of(ast.parse(translated)) == _shape_of(ast.parse(CELL))
 
 
+HELPERS = '''
+def check_rule(largest, allowed, name):
+    assert largest <= allowed, f"{name} created a tensor of {largest} elements"
+
+def check_twice(x, name, label):
+    checks.check_close(x, x, name=name + "'s first half")
+    table[label] = x  # a key: not words
+'''
+TEST = '''
+check_rule(largest, allowed, "f of 4096 positions")
+name = "g of 2 layers"
+check_rule(largest, allowed, name)
+check_twice(y, "h of a row", "a key of two words")
+check_rule(largest, "allowed is no message", name=name + "'s O")
+'''
+
+
+def test_what_a_test_passes_to_its_own_helpers_is_translated(monkeypatch):
+    """A string a test passes to a helper of its notebook (positionally or by name) for a parameter
+    the helper only puts into a message is words; one for any other parameter stays. The kernel
+    and the grader know the helpers of the cells they ran before; the extraction, the notebook's."""
+    monkeypatch.setitem(i18n._active, "helpers", {})  # a fresh kernel's
+    helpers = i18n.message_parameters(ast.parse(HELPERS))
+    assert helpers == {"check_rule": (frozenset({2}), frozenset({"name"})),
+                       "check_twice": (frozenset({1}), frozenset({"name"}))}
+    words = {"f of 4096 positions": "4096 个位置的 f", "g of 2 layers": "2 层的 g", "h of a row": "一行的 h",
+             "'s O": " 的 O", "a key of two words": "BAD", "allowed is no message": "BAD"}
+    translated = i18n.translate_source(TEST, lambda s: words.get(s, s))  # no helpers known: nothing passed to them
+    assert "4096 个位置的 f" not in translated and "2 层的 g" not in translated
+    i18n.translate_source(HELPERS, lambda s: s)  # the helpers' cell runs first
+    translated = i18n.translate_source(TEST, lambda s: words.get(s, s))
+    for english, chinese in words.items():
+        assert (chinese in translated) == (chinese != "BAD"), english
+    assert _shape_of(ast.parse(translated)) == _shape_of(ast.parse(TEST))
+    found = [t for t, _ in messages.cell_words(TEST, helpers=messages.notebook_helpers([HELPERS, TEST]))]
+    assert sorted(found) == sorted(k for k, v in words.items() if v != "BAD"), found
+
+
+@pytest.mark.parametrize("text, words", [
+    ("'s O", True), ("'s lse (one per query)", True),
+    ("GroupedQueryAttention(16, 4, 1).W_kv.weight (multi-query)", True),
+    ("PositionalEncoding(4, max_len=10).P (shape (max_len, d_model))", True),
+    ("softmax(x + 1000)", False), ("W_o.weight", False), ("a and (b)", False), ("x", False)])
+def test_a_possessive_or_prose_after_code_is_words(text, words):
+    assert messages.worth_translating(text) == words
+
+
 def test_an_f_string_translation_that_loses_a_placeholder_is_ignored():
     source = 'checks.check_close(a, b, name=f"weights of shape {w.shape}")'
     for broken in ("权重", "形状为 {shape} 的权重", "形状为 {w.shape} 的权重 {w.shape}", "{w.shape"):

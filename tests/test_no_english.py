@@ -1,0 +1,265 @@
+"""A Chinese learner meets no English outside code: every message a test cell of a Chinese notebook
+can say (its visible and hidden parts, every branch, the mistakes it names, what the test's own
+helpers are passed), replayed in Chinese as the kernel and the grader translate it; the words of
+the course package and the grader; the install cell; and the comments of the test cells a
+learner reads to learn what failed. A run of English words that is not code, a formula or a
+quoted source fails. Cheap: no notebook runs (a few seconds).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+import pytest
+from babel.messages.pofile import read_po
+
+from attention_course import i18n
+from autograder import catalogs
+from courseware import messages, translatable
+
+import notebook_tools as nbt
+
+ZH = "zh_CN"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# What is never English prose: inline code, placeholders, formulas, quoted sources (the notes'
+# words, a quoted error), then calls (innermost first: ``softmax(Q K^T / sqrt(d))``), dotted,
+# snake_case and CamelCase names, keyword arguments, words with digits (float32, 4x), shapes' letters.
+_QUOTED = re.compile(r"``.+?``|`[^`]+`|\{[^{}]*\}|\$[^$]+\$|“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^'\s][^']*'(?!s\b)"
+                     r"|（[\x20-\x7e]*）|《[^》]*》|\*[^*]*→[^*]*\*")  # and a term's English gloss, a title, a menu path
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)|\((?:\s*[a-z_]\w*\s*,)+\s*[a-z_]\w*\s*\)")
+_NAME = re.compile(r"[A-Za-z_]?\w*(?:(?:\[[^\[\]]*\])*\.[A-Za-z_]\w*)+|\b[A-Za-z]\w*_\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+=\S+|\b\w*\d\w*\b"
+                   r"|\b[A-Z]{2,}\b")
+_WORD = re.compile(r"(?<![\w'])[A-Za-z][a-z]+(?:-[A-Za-z][a-z]+)*")
+#: words the Chinese text keeps as they are: names of functions, libraries and units, and the
+#: terms terms.csv keeps in English
+KEPT = {"softmax", "logits", "logit", "lse", "probs", "exp", "log", "sqrt", "max", "min", "sum", "mean", "argmax", "inf",
+        "nan", "NaN", "dtype", "float", "int", "bool", "cpu", "cuda", "mps", "GiB", "MiB", "KiB", "PyTorch", "NumPy",
+        "Python", "Jupyter", "Colab", "Transformer", "Transformers", "Adam", "AdamW", "ReLU", "GELU", "BLEU", "Bahdanau",
+        "Nadaraya", "Watson", "Epanechnikov", "Vaswani", "Flash", "FlashAttention", "RoPE", "ALiBi", "True", "False",
+        "None", "tril", "triu", "pip", "nbgrader", "Validate", "Success", "pad", "bos", "eos", "unk", "tokens",
+        "token", "causal", "window", "tanh", "sin", "cos", "torch", "np", "nn", "self", "lr", "eps", "seed", "Kaggle",
+        "Chromium", "Linux", "macOS", "Windows", "OpenMP", "MKL", "OpenBLAS", "et", "al", "arXiv", "GPT"}
+
+
+def _code_call(match: re.Match) -> str:
+    """A call whose arguments are code (names, shapes, numbers) is code; one whose arguments hold
+    prose (``f(model of 2 layers, ...)``) keeps its prose to be read."""
+    inner = match.group(0)[match.group(0).index("(") + 1:-1]
+    return f" {inner} " if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", inner) else " "
+
+
+def english(text: str) -> list[str]:
+    """The English left in a Chinese ``text``: each run of two or more English words of prose, an
+    English possessive ("'s"); in a text without a Chinese character, also a word in parentheses
+    or a label ("permutation:")."""
+    plain = _QUOTED.sub(" ", text)
+    plain = re.sub(r"<\w+>|\b\w+(?=\[)|\[[^\[\]]*\]|\([\d\s,.]*\)", " ", plain)  # special tokens, indexing, shapes
+    while True:
+        shorter = _CALL.sub(_code_call, plain)
+        if shorter == plain:
+            break
+        plain = shorter
+    plain = _NAME.sub(" ", plain)
+    found = []
+    if re.search(r"'s\b", plain):
+        found.append("'s")
+    run: list[str] = []
+    last = 0
+    for match in _WORD.finditer(plain):
+        word = match.group(0)
+        gap = plain[last:match.start()]
+        last = match.end()
+        if word in KEPT or word.lower() in KEPT:
+            if len(run) > 1:
+                found.append(" ".join(run))
+            run = []
+            continue
+        if run and re.fullmatch(r"[\s,;:\-/()]*", gap):
+            run.append(word)
+        else:
+            if len(run) > 1:
+                found.append(" ".join(run))
+            run = [word]
+    if len(run) > 1:
+        found.append(" ".join(run))
+    if not CJK.search(text) and not found:
+        found += [m.group(1) or m.group(2) for m in re.finditer(r"\(\s*([A-Za-z][a-z]+(?:-[a-z]+)*)\b(?=[^()]*\))|^\s*([A-Za-z][a-z]+(?:-[a-z]+)*)(?=\s*:\s*$)", plain)
+                  if (m.group(1) or m.group(2)).lower() not in KEPT]
+    return found
+
+
+def test_the_detector_finds_english_and_leaves_code():
+    for chinese in ("tiled_attention_forward(causal=True) 的 O 与 softmax(Q K^T / sqrt(d)) V 对比",
+                    "GroupedQueryAttention(16, 4, 1).W_kv.weight（多查询）", "{name} 的 lse（每个查询一个）",
+                    "形状为 (B, T, D) 的 `x`", "update_online_softmax(-inf, 0, [1, 3]) 的新最大值",
+                    "笔记里写的是“the notes' words”", "online_softmax([[1e4, 1e4 + 1, 1e4 - 1]], 2)"):
+        assert english(chinese) == [], (chinese, english(chinese))
+    for mixed, left in (("tiled_attention_forward(causal=True) of 4096 positions, blocks of 256 创建了", "of positions blocks of"),
+                        ("…（40 不是 16 的倍数）'s O：形状不对", "'s"),
+                        ("PositionalEncoding(4, max_len=10).P (shape (max_len, d_model))", "shape"),
+                        ("当前最大值 5.0，running maximum", "running maximum")):
+        assert left in english(mixed), (mixed, english(mixed))
+
+
+# ----------------------------------------------------------------------------- what a learner reads
+
+
+def _chinese_notebooks() -> list[tuple[str, object, object]]:
+    """(assignment, source notebook, Chinese notebook) of every chapter with a Chinese notebook."""
+    found = []
+    for assignment in nbt.assignments():
+        source = nbt.source_notebook(assignment)
+        chinese = nbt.NOTEBOOKS / ZH / assignment / source.name
+        if chinese.exists():
+            found.append((assignment, nbt.read(source), nbt.read(chinese)))
+    return found
+
+
+def _text(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) else i18n.msgid(node)
+
+
+def _tree(source: str) -> ast.AST:
+    return ast.parse("\n".join("pass" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()))
+
+
+def english_in_messages() -> dict[str, list[tuple[str, list[str]]]]:
+    """assignment -> (a message's text once translated, its English) for every message text of
+    every course and test cell (hidden parts included) of its notebook, replayed in Chinese."""
+    words = catalogs.translation(ZH).gettext
+    found: dict[str, list] = {}
+    for assignment, source, chinese in _chinese_notebooks():
+        translated = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in chinese.cells}
+        cells = []
+        for cell in source.cells:
+            if cell.cell_type != "code" or nbt.is_solution_cell(cell):
+                continue
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            # a course cell's printed words are the notebook's (its exercises catalog); a test
+            # cell is the English code, hidden parts included, translated as it runs
+            cells.append(cell.source if nbt.is_test_cell(cell) else translated.get(grade_id, cell.source))
+        helpers = messages.notebook_helpers(cells)
+        left = []
+        for source_code in cells:
+            tree = _tree(source_code)
+            keys = [k.value for k in messages._mistakes(tree)]
+            i18n.translate_tree(tree, words, helpers)
+            texts = [_text(t) for t in i18n.message_texts(tree, helpers=helpers)] + [words(k) for k in keys]
+            left += [(t, english(t)) for t in texts if english(t)]
+        found[assignment] = left
+    return found
+
+
+def english_in_test_comments() -> dict[str, list[str]]:
+    """assignment -> the comments of its Chinese notebook's test cells that are English."""
+    found = {}
+    for assignment, _, chinese in _chinese_notebooks():
+        found[assignment] = [
+            tok.string for cell in chinese.cells if nbt.is_test_cell(cell)
+            for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+            if tok.type == tokenize.COMMENT and not tok.string.startswith("###") and english(tok.string[1:])]
+    return found
+
+
+def test_every_message_of_a_chinese_notebooks_tests_is_chinese():
+    """The words of every test (the test's own helpers' arguments and the possessive fragments
+    included) come out in Chinese when the test runs in a Chinese kernel or in the grader."""
+    left = {a: found for a, found in english_in_messages().items() if found}
+    count = sum(len(found) for found in left.values())
+    assert not left, f"{count} message texts keep English:\n" + "\n".join(
+        f"{a}: {text!r} ({', '.join(runs)})" for a, found in left.items() for text, runs in found[:8])
+
+
+def test_the_comments_of_a_chinese_notebooks_tests_are_chinese():
+    """A learner whose test failed reads the test cell's comments to learn what it checks."""
+    left = {a: found for a, found in english_in_test_comments().items() if found}
+    count = sum(len(found) for found in left.values())
+    assert not left, f"{count} comment lines of test cells are English:\n" + "\n".join(
+        f"{a}: {c}" for a, found in left.items() for c in found[:5])
+
+
+@pytest.mark.parametrize("domain", ["messages", "autograder"])
+def test_the_package_and_the_grader_speak_chinese(domain):
+    """What a check says when it fails (the package's words, messages.po) and what the grader says
+    (autograder.po), in Chinese."""
+    with open(catalogs.source(ZH, domain), "rb") as f:
+        catalog = read_po(f)
+    left = [(m.string, english(m.string)) for m in catalog if m.id and m.string and english(m.string)]
+    assert not left, f"{len(left)} entries keep English: " + "; ".join(f"{s!r} ({', '.join(r)})" for s, r in left[:8])
+
+
+def test_the_install_cell_speaks_chinese():
+    """The first cell of every Chinese notebook: its comments, what it prints and the errors it raises."""
+    left = []
+    for assignment, _, chinese in _chinese_notebooks():
+        (install,) = [c for c in chinese.cells if "install-course-package" in c.metadata.get("tags", [])
+                      or "use_language" in c.source][:1]
+        left += [(assignment, p.text) for p in translatable.code_pieces(install.source) if english(p.text)]
+    assert not left, left
+
+
+def test_the_docstrings_and_comments_of_a_chinese_notebook_are_chinese():
+    """What is left to read in the course and exercise cells of a Chinese notebook once translated:
+    a docstring's item keeps its name (``temperature, top_k:``), a call its code; no English prose
+    the tooling made the translator keep (``max(running_max, the block's largest entry)``)."""
+    left = []
+    for assignment, _, chinese in _chinese_notebooks():
+        for cell in chinese.cells:
+            if cell.cell_type != "code" or nbt.is_test_cell(cell) or "use_language" in cell.source:
+                continue
+            for piece in translatable.code_pieces(cell.source):
+                text = piece.text[len(translatable._named_prefix(piece.text) or ""):]
+                if english(text):
+                    left.append(f"{assignment}: {piece.text[:100]!r} ({', '.join(english(text))})")
+    assert not left, f"{len(left)} pieces keep English:\n" + "\n".join(left[:10])
+
+
+# ----------------------------------------------------------------------------- one word per concept
+
+
+def test_one_word_per_concept():
+    """A term of locale/zh_CN/terms.csv with a ``not_used`` column names the words the edition does
+    not use for it (屏蔽 / 掩蔽 for 遮蔽, 及格线 for 评分线, 参考答案 for 参考解答...): none of them is in
+    any catalog (pages, notebooks, messages, figures), but in the introduction's note on where the
+    course's terms differ from D2L's Chinese edition; and that note says so."""
+    import csv
+
+    catalogs_dir = nbt.ROOT / "locale" / ZH / "LC_MESSAGES"
+    with (nbt.ROOT / "locale" / ZH / "terms.csv").open(newline="", encoding="utf-8") as f:
+        rows = [row for row in csv.DictReader(f) if (row.get("not_used") or "").strip()]
+    assert {"mask", "batch dimension", "reference solution", "bar (the graded threshold)", "heatmap"} <= {
+        r["english"] for r in rows}
+    note = catalogs_dir / "book" / "intro.po"
+    found = []
+    for path in sorted(catalogs_dir.rglob("*.po")):
+        if path == note:
+            continue
+        with path.open("rb") as f:
+            for message in read_po(f):
+                for row in rows:
+                    for variant in (v.strip() for v in row["not_used"].split(" / ")):
+                        if message.id and variant in str(message.string) and variant not in str(message.id):
+                            found.append(f"{path.relative_to(catalogs_dir)}: {variant!r} (terms.csv: "
+                                         f"{row['chinese']!r}) in {str(message.string)[:60]!r}")
+    assert not found, f"{len(found)} entries use a word terms.csv rules out:\n" + "\n".join(found[:10])
+    with note.open("rb") as f:
+        said = " ".join(str(m.string) for m in read_po(f))
+    assert all(w in said for w in ("《动手学深度学习》", "规范化", "掩蔽", "基于位置", "强制教学")), "the D2L note"
+
+
+def test_the_catalogs_write_percent_and_dashes_as_the_style_guide_says():
+    """docs/translating.md: Chinese writes 90% (no space before %), and a pair of related terms with
+    one hyphen (编码器-解码器), never an en dash."""
+    catalogs_dir = nbt.ROOT / "locale" / ZH / "LC_MESSAGES"
+    wrong = []
+    for path in sorted(catalogs_dir.rglob("*.po")):
+        with path.open("rb") as f:
+            for message in read_po(f):
+                text = str(message.string) if message.id else ""
+                if CJK.search(text) and (re.search(r"[0-9}] %", text) or "编码器–解码器" in text):
+                    wrong.append(f"{path.relative_to(catalogs_dir)}: {text[:70]!r}")
+    assert not wrong, f"{len(wrong)} entries:\n" + "\n".join(wrong[:10])
