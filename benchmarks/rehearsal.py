@@ -9,7 +9,7 @@ copy of the machine made for it and thrown away after it:
 - a mount namespace and a PID namespace of its own (``unshare``), whose root is an overlay of
   ``/``: every write lands in an upper folder under ``--work`` and the real machine is untouched
   (``apt-get`` inside still reaches the package registries: the network is the machine's);
-  every process the commands started ends with the copy;
+  every process the commands started ends with the copy (also when the rehearsal is stopped);
 - the course's Debian packages (the Makefile's ``APT_TEST``) purged with what they pulled in, and
   ``HOME`` as a fresh machine has it: no ``~/.cache`` (matplotlib's font list, pip's wheels), no
   profiles or settings that programs wrote (:data:`HOME_STATE`);
@@ -148,7 +148,7 @@ def rehearse(order: list[str], args, packages: str) -> list[tuple[str, int, floa
         (work / name).mkdir()
     env = {k: v for k, v in os.environ.items() if not DROPPED.match(k)}
     env.update(HOME="/root", LANG=env.get("LANG", "C.UTF-8"))
-    cmd = ["unshare", "--mount", "--pid", "--fork", "--propagation", "private", "bash", "-c", INSIDE, "rehearsal",
+    cmd = ["unshare", "--mount", "--pid", "--kill-child", "--propagation", "private", "bash", "-c", INSIDE, "rehearsal",
            str(work / "upper"), str(work / "work"), str(work / "merged"), str(logs), str(args.repo), args.commit,
            packages, HOME_STATE, *order]
     print(f"\n== {' then '.join('make ' + t for t in order)} (a fresh copy; logs in {logs})", flush=True)
