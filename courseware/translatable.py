@@ -586,32 +586,30 @@ def _string_pieces(source: str, lines: list[str], starts: list[int], tree: ast.A
     return pieces
 
 
-def solution_lines(source: str) -> set[int]:
-    """The lines (from 0) of the cell's ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` regions,
-    markers included: nbgrader replaces them, the learner never sees them."""
+def _region_lines(source: str, region: str) -> set[int]:
+    """The lines (from 0) of the cell's ``### BEGIN <region>`` ... ``### END <region>`` regions,
+    markers included."""
     inside, found = False, set()
     for k, line in enumerate(source.splitlines()):
-        if line.strip() == "### BEGIN SOLUTION":
+        if line.strip() == f"### BEGIN {region}":
             inside = True
         if inside:
             found.add(k)
-        if line.strip() == "### END SOLUTION":
+        if line.strip() == f"### END {region}":
             inside = False
     return found
+
+
+def solution_lines(source: str) -> set[int]:
+    """The lines (from 0) of the cell's solution regions, markers included: nbgrader replaces
+    them, the learner never sees them."""
+    return _region_lines(source, "SOLUTION")
 
 
 def hidden_lines(source: str) -> set[int]:
-    """The lines (from 0) of a test cell's ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``
-    regions, markers included: nbgrader removes them from the learner's notebook."""
-    inside, found = False, set()
-    for k, line in enumerate(source.splitlines()):
-        if line.strip() == "### BEGIN HIDDEN TESTS":
-            inside = True
-        if inside:
-            found.add(k)
-        if line.strip() == "### END HIDDEN TESTS":
-            inside = False
-    return found
+    """The lines (from 0) of a test cell's hidden-test regions, markers included: nbgrader removes
+    them from the learner's notebook."""
+    return _region_lines(source, "HIDDEN TESTS")
 
 
 def code_pieces(source: str, comments_only: bool = False) -> list[Piece]:
