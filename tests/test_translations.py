@@ -404,7 +404,7 @@ def read_terms(path: Path = TERMS) -> list[dict]:
 
 
 PARENTHESIS = re.compile(r"\s*[(（]([^()（）]*)[)）]\s*")
-GLOSS = re.compile(r"\s+\(([^()]*)\)")  # "softmax (归一化指数函数)": another name of the term
+GLOSS = re.compile(r"（(?:又称|即)\s*([^（）]*)）")  # "softmax（又称归一化指数函数）": another name of the term
 #: "memory (the encoder's output)": a parenthesis that says which sense of a common word is the term.
 #: Prose uses the word in its other senses too (a computer's memory), which no pattern tells apart:
 #: such a row binds the glossary tables and the translators' reading, not a search of the prose.
@@ -432,23 +432,24 @@ def _english_variants(text: str) -> list[str]:
 
 
 def _chinese_forms(text: str) -> list[str]:
-    """The Chinese words that are the term: a half-width parenthesis after a space names it
-    another way ("softmax (归一化指数函数)": either), a full-width one is a part that may be
+    """The Chinese words that are the term: a parenthesis that opens with 又称 or 即 names it
+    another way ("softmax（又称归一化指数函数）": either), any other is a part that may be
     left out ("（注意力）头": 头)."""
     found = []
     for part in (p.strip() for p in text.split(" / ")):
-        glosses = [g.strip(" =") for g in GLOSS.findall(part)]
+        glosses = [g.strip() for g in GLOSS.findall(part)]
         found += [OPTIONAL.sub("", GLOSS.sub("", part)).strip(), *glosses]
     return [f for f in dict.fromkeys(found) if f]
 
 
 def terms(rows: list[dict] | None = None) -> list[Term]:
-    """The term list, a row per English variant. Comma-separated alternatives pair up
-    ("attention score, scoring function" / "注意力分数, 注意力评分函数"); pairs too."""
+    """The term list, a row per English variant. Alternatives pair up, the English's separated by
+    commas, the Chinese's by 、 ("attention score, scoring function" / "注意力分数、注意力评分函数");
+    pairs too."""
     found = []
     for row in read_terms() if rows is None else rows:
         english = [e.strip() for e in row["english"].split(",")]
-        chinese = [c.strip() for c in row["chinese"].split(",")]
+        chinese = [c.strip() for c in row["chinese"].split("、")]
         pairs = zip(english, chinese) if len(english) == len(chinese) else ((e, row["chinese"]) for e in english)
         for en, zh in pairs:
             en_parts, zh_parts = en.split(" / "), zh.split(" / ")
@@ -627,6 +628,10 @@ def test_glossary_tables_agree_with_the_term_list():
     assert sum(len(glossary_rows(p)) for p in book_pages()) > 50, "found no glossary table in book/*.md"
     assert len({r["english"] for r in rows}) == len(rows), "terms.csv lists an English term twice"
     problems = glossary_problems(book_pages(), rows)
+    # the Chinese columns flow into every glossary table: Chinese punctuation, like the prose
+    problems += [f"terms.csv: {r['english']!r}: half-width {m.group(0)!r} in the column {column}: write （）、；："
+                 for r in rows for column in ("chinese", "also_in_use", "not_used")
+                 for m in re.finditer(r"[(),;:]", r[column] or "")]
     assert not problems, _report(problems, "glossary rows that disagree with locale/zh_CN/terms.csv")
 
 
@@ -796,6 +801,9 @@ def test_term_list_reads_its_rows_as_prose_writes_them():
     assert by_variant["absolute position"].accepted == ("绝对位置",)
     assert by_variant["end of sequence"].accepted == ("序列结束符",)
     assert set(by_variant["softmax"].accepted) == {"softmax", "归一化指数函数"}
+    assert set(by_variant["boxcar kernel"].accepted) == {"箱式核", "均匀核"}
+    assert set(by_variant["logits"].accepted) == {"未归一化的对数概率", "logits"}
+    assert by_variant["projection matrix"].accepted == ("投影",)
     assert by_variant["saturation"].accepted == ("饱和",)
     assert "saturation of the softmax" in by_variant
     assert by_variant["head"].accepted == ("头",) and "attention head" in by_variant
