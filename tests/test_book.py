@@ -776,6 +776,35 @@ def test_every_page_exists_in_both_languages(html):
     assert _local_target(html / ZH / "index.html", target, html) == (html / ZH / f"{toc()['root']}.html").resolve()
 
 
+_LABELS = re.compile(r'\s(?:title|aria-label|data-bs-title|placeholder)="([^"]*)"')
+
+
+@pytest.mark.slow
+def test_chinese_pages_label_their_controls_in_chinese(html):
+    """The buttons, landmarks and links of a Chinese page are named in Chinese: the theme's own
+    labels too (book/_ext/course_theme.py), which its templates write in English."""
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from translated_outputs import english_prose
+
+    problems = []
+    for page in _html_files(html / ZH):
+        labels = {html_lib.unescape(label) for label in _LABELS.findall(page.read_text(encoding="utf-8"))}
+        problems += [f"{page.relative_to(html)}: {label!r}" for label in sorted(labels) if english_prose(label)]
+    assert not problems, f"{len(problems)} English labels on Chinese pages:\n" + "\n".join(problems[:20])
+
+
+def test_theme_labels_are_translated_in_attributes_only():
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from course_theme import translate_labels
+
+    labels = {"Main": "全书目录", "Link to this heading": "链接到此标题"}
+    page = ('<nav class="bd-links" aria-label="Main"><a title="Link to this heading" href="#x">#</a>'
+            '<p title="Main menu">Main</p></nav>')
+    assert translate_labels(page, labels) == (
+        '<nav class="bd-links" aria-label="全书目录"><a title="链接到此标题" href="#x">#</a>'
+        '<p title="Main menu">Main</p></nav>')
+
+
 @pytest.mark.slow
 def test_language_switch_leads_to_the_same_page_in_the_other_language(html):
     """One switch on every page of both editions, a relative link (offline, under any baseurl)
@@ -1087,10 +1116,27 @@ def test_every_page_meets_wcag_21_aa(reading):
 def test_every_figure_says_what_it_shows(reading):
     """Each picture of a page has a text alternative of its own: not empty, not a file name
     (Sphinx's default), not another figure's text on the same page."""
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from translated_outputs import english_prose
+
     problems = []
     for doc in page_docs() + zh_docs():
-        problems += [f"{doc}: {p}" for p in a11y.alt_problems(reading["pages"][doc]["figures"])]
+        figures = reading["pages"][doc]["figures"]
+        problems += [f"{doc}: {p}" for p in a11y.alt_problems(figures)]
+        if doc in zh_docs():  # a Chinese reader's alt text is Chinese, like the page
+            problems += [f"{doc}: {fig['src']}: English in the alt text: {sorted(set(english_prose(fig['alt'])))}"
+                         for fig in figures if not fig.get("hidden") and english_prose(fig.get("alt") or "")]
     assert not problems, "\n".join(problems)
+
+
+def test_no_page_writes_a_pictures_alt_text_itself():
+    """A picture's text alternative comes from the code that draws it (``figures.describe``),
+    which the Chinese edition translates through figures.po; one written in a page's cell
+    metadata (``mystnb: image: alt:``) would reach Chinese readers in English."""
+    found = [f"{page.name}:{number}" for page in sorted((REPO / "book").glob("*.md"))
+             for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             if re.match(r"\s+alt:", line)]
+    assert not found, f"pictures given an alt text in the page, not by their figure code: {found}"
 
 
 def test_the_alt_text_check_catches_what_it_should():

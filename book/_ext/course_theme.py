@@ -13,11 +13,19 @@
   button (axe's ``summary-name``). Its sidebar HTML (``generate_toctree_html``) is given back
   with an ``aria-label`` on each toggle: "Sections of <the chapter's title>", in the edition's
   language (``book_ui.po``).
+* **The theme's own labels in the edition's language.** A few labels of the themes are English
+  whatever the language: some are written into their templates ("Toggle primary sidebar",
+  the navigation landmarks "Main" and "Page"), others are missing from Sphinx's and the theme's
+  zh_CN catalogs ("Color mode", "Link to this heading"). Each page, once rendered, gets them
+  from ``book_ui.po`` (:func:`theme_labels`) in its attributes (``title``, ``aria-label``,
+  ``data-bs-title``, ``placeholder``), without a copy of the theme's templates.
 """
 
 from __future__ import annotations
 
 import functools
+import html
+import re
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -36,13 +44,18 @@ def _add_static_path(app: Sphinx) -> None:
         app.config.html_static_path.append(str(STATIC))
 
 
+_LATIN_THEN_CHINESE = re.compile(r"([A-Za-z0-9])(?=[\u3400-\u9fff])")
+
+
 def _name_toggles(soup) -> None:
     """Give each ``<details><summary>`` toggle of the theme's toctree (a BeautifulSoup tree) an
     ``aria-label`` that names the entry it opens: the link before its ``<details>``."""
     for summary in soup.select("details > summary"):
         link = summary.parent.find_previous_sibling("a")
         if link is not None and not summary.get("aria-label"):
-            summary["aria-label"] = _("Sections of {title}").format(title=link.get_text(" ", strip=True))
+            label = _("Sections of {title}").format(title=link.get_text(" ", strip=True))
+            # one space where a title's Latin letters meet the translation's Chinese ("GPT 的各节")
+            summary["aria-label"] = _LATIN_THEN_CHINESE.sub(r"\1 ", label)
 
 
 def _named_sidebar_toggles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -62,8 +75,51 @@ def _named_sidebar_toggles(app: Sphinx, pagename: str, templatename: str, contex
     context["generate_toctree_html"] = generate_named
 
 
+def theme_labels() -> dict[str, str]:
+    """The English labels the themes put on every page, and their translation."""
+    return {
+        "Toggle primary sidebar": _("Toggle primary sidebar"),
+        "Toggle secondary sidebar": _("Toggle secondary sidebar"),
+        "Main": _("Main"),
+        "Page": _("Page"),
+        "Color mode": _("Color mode"),
+        "System Settings": _("System Settings"),
+        "Link to this heading": _("Link to this heading"),
+        "Link to this equation": _("Link to this equation"),
+        "Search this book...": _("Search this book..."),
+    }
+
+
+_LABEL = re.compile(r'(?<=\s)(title|aria-label|data-bs-title|placeholder)="([^"<>]*)"')
+
+
+def translate_labels(page: str, labels: dict[str, str]) -> str:
+    """``page`` (HTML) with each attribute that holds one of ``labels``' English given its
+    translation."""
+    def replace(match: re.Match) -> str:
+        english = html.unescape(match.group(2))
+        return f'{match.group(1)}="{html.escape(labels[english])}"' if english in labels else match.group(0)
+
+    return _LABEL.sub(replace, page)
+
+
+def _translated_theme_labels(app: Sphinx) -> None:
+    """In an edition that is not English, translate the theme's labels of every page it renders."""
+    templates = getattr(app.builder, "templates", None)
+    if templates is None or (app.config.language or "en").startswith("en"):
+        return
+    render = templates.render
+
+    @functools.wraps(render)
+    def render_translated(template: str, context: dict) -> str:
+        return translate_labels(render(template, context), theme_labels())
+
+    templates.render = render_translated
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _add_static_path)
+    app.connect("builder-inited", _translated_theme_labels)
     app.add_js_file("exercise-download.js", loading_method="defer")
     app.add_css_file("course.css")
     # after the theme (500) put generate_toctree_html into the context

@@ -38,6 +38,7 @@ from attention_course.masked_gpt import MaskedGPT
 from attention_course.reference.ch09 import (GroupedQueryAttention, TiledAttention, generate_with_window,
                                              online_softmax, update_online_softmax, sliding_window_mask)
 from attention_course.seq2seq import exact_match
+from figures.describe import finding
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas
 from figures.i18n import _, padded
 
@@ -886,6 +887,8 @@ def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40
 # --------------------------------------------------------------------------------------
 
 _SKIPPED, _FULL, _DIAGONAL, _NOW = "#ffffff", "#d9e4f5", "#fde9c9", "#f4a6a0"
+# a tile's kind shows without its colour too (WCAG 1.4.1): the diagonal hatched, the current tile's edge thick
+_TILE_STYLE = {_SKIPPED: {}, _FULL: {}, _DIAGONAL: {"hatch": "//"}, _NOW: {"linewidth": 3.0, "edgecolor": "#000000"}}
 
 
 def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
@@ -907,7 +910,8 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
             else:
                 turn += 1
                 colour, label = (_NOW if (i, j) == now else _DIAGONAL if i == j else _FULL), str(turn)
-            ax.add_patch(Rectangle((x, y), cell, cell, facecolor=colour, edgecolor="#444444", linewidth=1.0))
+            ax.add_patch(Rectangle((x, y), cell, cell, **{"facecolor": colour, "edgecolor": "#444444",
+                                                          "linewidth": 1.0, **_TILE_STYLE[colour]}))
             ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center",
                     fontsize=SMALLEST, color="#888888" if j > i else "#222222")
     for j in range(blocks):
@@ -916,7 +920,8 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     legend = [(_FULL, _("computed, no mask")), (_DIAGONAL, _("diagonal: mask inside")), (_NOW, _("in fast memory now"))]
     for k, (colour, text) in enumerate(legend):
         y = grid_bottom - 0.35 - 0.32 * k
-        ax.add_patch(Rectangle((x0, y - 0.1), 0.2, 0.2, facecolor=colour, edgecolor="#444444"))
+        ax.add_patch(Rectangle((x0, y - 0.1), 0.2, 0.2, **{"facecolor": colour, "edgecolor": "#444444",
+                                                            **_TILE_STYLE[colour]}))
         ax.text(x0 + 0.3, y, text, ha="left", va="center", fontsize=SMALLEST)
     ax.text(x0, grid_bottom - 0.35 - 0.32 * len(legend), _("skip: every key is in the future"),
             ha="left", va="center", fontsize=SMALLEST)
@@ -943,7 +948,18 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     _arrow(ax, (6.0, fast["top"][1]), (6.0, slow["bottom"][1]), _("O{q}, lse at\nthe row's end", q=qi))
     ax.text(0.05, 0.3, _("per query block: O and lse are written once; the (T, T) matrix never exists"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    return finding(fig, _(
+        "The tiled causal forward pass on a {n} by {n} grid of score tiles: rows are query blocks Q1 to Q{n}, columns "
+        "key and value blocks K1,V1 to K{n},V{n}. Tiles above the diagonal say skip: every key there is in the "
+        "future. The others are numbered 1 to {turns} in the order of the loops, row by row: 1 is (Q1, K1); 2 and 3 "
+        "are (Q2, K1) and (Q2, K2); and so on; the diagonal tiles, hatched, need the mask inside. Tile {now}, "
+        "(Q{q}, K{k}), drawn with a thick edge, is the one in fast memory now. On the right, slow memory (HBM on a "
+        "GPU, RAM on a CPU) holds Q, K, V and O of shape (B, h, T, d) and lse of shape (B, h, T). Fast memory (SRAM) "
+        "holds Q{q} (b_q, d), K{k} and V{k} (b_k, d), the scores S = Q{q} K{k} transposed over the square root of d "
+        "of shape (b_q, b_k), the running max m and sum l (b_q) and the output of Q{q} so far (b_q, d). Q{q} is "
+        "loaded once, K{k} and V{k} stream in; O{q} and its lse go back to slow memory at the end of the row. The "
+        "(T, T) matrix never exists.",
+        n=blocks, turns=blocks * (blocks + 1) // 2, now=now[0] * (now[0] + 1) // 2 + now[1] + 1, q=qi, k=kj))
 
 
 def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
@@ -982,4 +998,23 @@ def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
                 ha="left", va="center", fontsize=SMALLEST)
     ax.text(0.05, 0.2, _("keys and values (B, h_kv, T, d); queries (B, h, T, d); head i reads i // (h / h_kv)"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
-    return fig
+    # one message, its rows a value: the Chinese build translates each recorded sentence inside it
+    return finding(fig, _(
+        "{rows} rows, each with {h} query heads q0 to q{last} on top and the key-value heads they read below. "
+        "{each} Keys and values have shape (B, h_kv, T, d), queries (B, h, T, d); query head i reads key-value head "
+        "i // (h / h_kv).", rows=len(groups), h=num_heads, last=num_heads - 1,
+        each=" ".join(_grouped_heads_row(num_heads, kv) for kv in groups)))
+
+
+def _grouped_heads_row(num_heads: int, kv: int) -> str:
+    """What one row of :func:`draw_grouped_heads` shows, in a sentence."""
+    if kv == num_heads:
+        return _("Multi-head attention: {kv} key-value heads kv0 to kv{last}, one under each query head; the cache "
+                 "holds 2 x {kv} x d numbers per position and layer.", kv=kv, last=kv - 1)
+    if kv == 1:
+        return _("Multi-query attention: one key-value head K0, V0 read by all {h} query heads; the cache holds "
+                 "2 x 1 x d numbers.", h=num_heads)
+    group = num_heads // kv
+    return _("Grouped-query attention: {kv} key-value heads, K0, V0 to K{last}, V{last}, each read by {group} "
+             "neighbouring query heads (K0, V0 by q0 to q{first_last}); the cache holds 2 x {kv} x d numbers.",
+             kv=kv, last=kv - 1, group=group, first_last=group - 1)
