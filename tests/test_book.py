@@ -150,6 +150,54 @@ def test_config_keeps_private_folders_and_stubs_out():
     )
 
 
+# A paragraph about how the book was made (the build machine, the training budget, the clock it
+# was read with) is for the curious, not for the lesson: it sits in a `{dropdown}` (a <details>
+# with its title as <summary>, keyboard-operable), so the explanation reads straight.
+ENGINEERING_ASIDE = re.compile(r"build machine|make train-budget|process_time", re.IGNORECASE)
+
+
+def asides_outside_a_dropdown(text: str) -> list[str]:
+    """``"line N: ..."`` for every prose line of a MyST page that mentions ``ENGINEERING_ASIDE``
+    outside a ``{dropdown}`` (code fences skipped), and for every dropdown without a title."""
+    found, fences, code = [], [], None  # fences: (colons, directive) of the open colon fences
+    for number, line in enumerate(text.splitlines(), 1):
+        if code:
+            if re.fullmatch(rf"{code}`*\s*", line):
+                code = None
+            continue
+        if m := re.match(r"(`{3,})", line):
+            code = m.group(1)
+            continue
+        if m := re.match(r"(:{3,})\{([\w-]+)\}(.*)", line):
+            fences.append((len(m.group(1)), m.group(2)))
+            if m.group(2) == "dropdown" and not m.group(3).strip():
+                found.append(f"line {number}: a dropdown without a title")
+            continue
+        if fences and re.fullmatch(r":{3,}\s*", line) and len(line.strip()) >= fences[-1][0]:
+            fences.pop()
+            continue
+        if ENGINEERING_ASIDE.search(line) and not any(d == "dropdown" for _, d in fences):
+            found.append(f"line {number}: {line.strip()}")
+    return found
+
+
+def test_build_and_budget_asides_are_folded_away():
+    for doc in ["book/intro", *chapter_docs()]:
+        left = asides_outside_a_dropdown(source_of(doc).read_text())
+        assert not left, (
+            f"{doc}.md: a paragraph about the build machine or the training budget stands in the "
+            "lesson; put it in a titled `::::{dropdown}` (see chapter 3):\n" + "\n".join(left)
+        )
+    sample = ("Text.\n\n::::{dropdown} How\nOn the build machine.\n::::\n\n"
+              "```{code-cell} ipython3\nt = time.process_time()\n```\n")
+    assert asides_outside_a_dropdown(sample) == []
+    assert asides_outside_a_dropdown(sample + "\nTimed with `time.process_time`.\n") == [
+        "line 11: Timed with `time.process_time`."]
+    assert asides_outside_a_dropdown(":::{note}\n`make train-budget` ran.\n:::\n") == [
+        "line 2: `make train-budget` ran."]
+    assert asides_outside_a_dropdown("::::{dropdown}\nx\n::::\n") == ["line 1: a dropdown without a title"]
+
+
 def _sphinx_project(root: Path, extra_conf: str = "") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "conf.py").write_text(

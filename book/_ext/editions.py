@@ -13,6 +13,9 @@ edition's ``zh/`` folder. Both builds load this extension; what it does follows 
   that notebook, and its launch buttons open it; the chapter's wheel is the English edition's
   copy (``book/_ext/learner_links.py``), the one the notebook's first cell installs. MathJax
   too is the English edition's copy (``book/_ext/offline_math.py``).
+* **A table inside a directive is translated too.** MyST gives the cells of a table it parses
+  inside a directive (a ``{dropdown}``, an admonition) no source, and Sphinx neither extracts
+  nor translates a text without one; ``TableCellsHaveASource`` gives them the page's.
 * **What the page catalogs miss.** The words this book's extensions add to a page
   (``_("...")`` in ``book/_ext/``) and the book's title (``title`` in ``_config.yml``) are
   translated through the catalog ``locale/<language>/LC_MESSAGES/book_ui.po``; the captions of
@@ -25,6 +28,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
@@ -106,6 +110,29 @@ class TranslateTocCaptions(SphinxTransform):
                 node["caption"] = catalog.gettext(node["caption"])
 
 
+class TableCellsHaveASource(SphinxTransform):
+    """Give the texts of a table's cells that MyST left without a source (a table inside a
+    directive: the build and budget notes of the chapters are tables in ``{dropdown}``s) their
+    page's source and their table's line, so that the gettext builder extracts them and
+    Sphinx's ``Locale`` (priority 20) translates them, as it does a table outside a directive."""
+
+    default_priority = 15
+
+    def apply(self, **kwargs) -> None:
+        for table in self.document.findall(nodes.table):
+            line = table.line or next((a.line for a in _ancestors(table) if getattr(a, "line", None)), 0)
+            for node in table.findall(nodes.TextElement):
+                if not node.source:
+                    node.source = self.document["source"]
+                    node.line = line
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
 def _exercise_source(app: Sphinx, docname: str, source: list[str]) -> None:
     """In a translated edition, an exercise page reads the edition's notebook."""
     language = _language(app)
@@ -179,6 +206,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _check_language, priority=400)  # before offline_math reads its setting
     app.connect("config-inited", _translate_title)
     app.add_transform(TranslateTocCaptions)
+    app.add_transform(TableCellsHaveASource)
     app.connect("source-read", _exercise_source)
     app.connect("html-page-context", _switch)
     # after the theme (501) made the launch buttons and learner_links (600) kept them
