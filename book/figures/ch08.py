@@ -16,6 +16,7 @@ import math
 import time
 
 import torch
+from matplotlib.patches import FancyBboxPatch
 from torch import nn
 
 from attention_course.prompts import SEP, PromptTask, complete_prompts, train_prompt_model
@@ -575,8 +576,8 @@ def draw_kv_cache(steps: int = 4):
     cell = 0.5
     ax.text(0.05, 5.05, _("key-value cache of one layer: keys shown, values are cached alike"), ha="left",
             va="center", fontsize=LABEL, weight="bold")
-    ax.text(0.05, 4.7, _("grey: read from the cache; red: computed at this step"), ha="left", va="center",
-            fontsize=SMALLEST, color="#555555")
+    ax.text(0.05, 4.7, _("grey, thin outline: read from the cache; red, hatched, thick outline: computed at this step"),
+            ha="left", va="center", fontsize=SMALLEST, color="#555555")
     x_keys = 2.45
     for s in range(steps):
         y = 3.95 - s * 0.95
@@ -586,6 +587,12 @@ def draw_kv_cache(steps: int = 4):
         _arrow(ax, new["right"], proj["left"])
         keys = [_box(ax, x_keys + j * cell, y, cell - 0.06, 0.36, f"k{j + 1}", "attention" if j == s else "data",
                      size=SMALLEST) for j in range(s + 1)]
+        # the new key told from the cached ones without its colour too (WCAG 1.4.1): hatched, a thick outline
+        x_new = keys[-1]["left"][0]
+        ax.add_patch(FancyBboxPatch((x_new, y - 0.18), cell - 0.06, 0.36, boxstyle="round,pad=0.02,rounding_size=0.08",
+                                    facecolor="none", edgecolor="#222222", linewidth=2.4, hatch="//"))
+        ax.text(keys[-1]["top"][0], y, f"k{s + 1}", ha="center", va="center", fontsize=SMALLEST,
+                bbox={"boxstyle": "square,pad=0.1", "facecolor": "#f9d5d3", "edgecolor": "none"})
         # the new key goes over the cached ones into the last slot
         top = y + 0.33
         ax.plot([proj["top"][0], proj["top"][0], keys[-1]["top"][0]], [proj["top"][1], top, top],
