@@ -3,8 +3,9 @@ in both editions, each figure's text alternative.
 
 **Text alternatives** (both editions): each picture a code cell draws gets an ``alt`` that says
 what it shows (``book/figures/describe.py``: its panels, axes, series and the finding its
-code gave it), read from the figure the output carries, in the edition's language. A picture
-whose cell gives its own ``alt`` (the architecture diagrams: ``mystnb: image: alt:``) keeps it.
+code gave it; a diagram's code gives it its whole description), read from the figure the output
+carries, in the edition's language. A picture whose cell gives its own ``alt``
+(``mystnb: image: alt:``, in English only) keeps it.
 A plot whose code gave it no finding stops the build (:class:`FindingMissing`).
 
 **Translation**: active only when ``language`` is ``zh_CN``. The Chinese build reads the pages' outputs from the

@@ -24,6 +24,7 @@ from attention_course.recipes import DECODER_ONLY
 from attention_course.reference.ch08 import GPT, beam_search, generate, top_k_top_p_filter
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas, _repeat
+from figures.describe import finding
 from figures.i18n import _, padded
 
 __all__ = [
@@ -565,7 +566,16 @@ def draw_decoder_only():
             ha="left", va="center", fontsize=SMALLEST, color="#8a4a12")
     ax.text(0.05, 9.2, _("pre-norm: LayerNorm before each sub-layer; the residual path crosses no norm"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The decoder-only model, bottom to top. Token ids (B, T) go into a token embedding, and the positions"
+        " 0 to T-1 into a learned position embedding; the two are added. Then N repeated blocks, each two "
+        "pre-norm sub-layers: a LayerNorm, causal self-attention with one fused W_qkv projection (causal mask"
+        " (T, T), heads (B, h, T, d)), and a residual addition of (B, T, D); then a LayerNorm, a GELU feed-"
+        "forward network (hidden (B, T, F)) and a residual addition. The residual path goes around each sub-"
+        "layer and crosses no norm. After the blocks, a final LayerNorm and a linear layer from D to V "
+        "without bias give the logits (B, T, V). A dashed line joins the token embedding and the output "
+        "layer: they are one (V, D) matrix, weight tying."))
 
 
 def draw_kv_cache(steps: int = 4):
@@ -607,7 +617,14 @@ def draw_kv_cache(steps: int = 4):
     ax.text(0.05, 0.3, _("after step s the cache of a layer holds keys and values (B, h, s, d) each;\n"
                          "without it, step s recomputes all s keys and s × s scores"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The key-value cache of one layer over four steps of generation. At step s only the new token x_s "
+        "enters the model; its key k_s (a red box, hatched, with a thick outline: computed this step) is "
+        "appended to the cached keys k_1 to k_(s-1) (grey boxes with a thin outline, read from the cache), "
+        "and its one query q_s is scored against all s keys, giving s scores. The values are cached the same "
+        "way. After step s the cache of a layer holds keys and values of shape (B, h, s, d) each; without it,"
+        " step s recomputes all s keys and s by s scores."))
 
 
 # --------------------------------------------------------------------------------------

@@ -947,7 +947,18 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     _arrow(ax, (6.0, fast["top"][1]), (6.0, slow["bottom"][1]), _("O{q}, lse at\nthe row's end", q=qi))
     ax.text(0.05, 0.3, _("per query block: O and lse are written once; the (T, T) matrix never exists"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The tiled causal forward pass on a 4 by 4 grid of score tiles: rows are query blocks Q1 to Q4, "
+        "columns key and value blocks K1,V1 to K4,V4. Tiles above the diagonal say skip: every key there is "
+        "in the future. The others are numbered 1 to 10 in the order of the loops, row by row: 1 is (Q1, K1);"
+        " 2 and 3 are (Q2, K1) and (Q2, K2); and so on; the diagonal tiles need the mask inside. Tile 5, (Q3,"
+        " K2), is highlighted as the one in fast memory now. On the right, slow memory (HBM on a GPU, RAM on "
+        "a CPU) holds Q, K, V and O of shape (B, h, T, d) and lse of shape (B, h, T). Fast memory (SRAM) "
+        "holds Q3 (b_q, d), K2 and V2 (b_k, d), the scores S = Q3 K2 transposed over the square root of d of "
+        "shape (b_q, b_k), the running max m and sum l (b_q) and the output of Q3 so far (b_q, d). Q3 is "
+        "loaded once, K2 and V2 stream in; O3 and its lse go back to slow memory at the end of the row. The "
+        "(T, T) matrix never exists."))
 
 
 def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
@@ -986,4 +997,12 @@ def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):
                 ha="left", va="center", fontsize=SMALLEST)
     ax.text(0.05, 0.2, _("keys and values (B, h_kv, T, d); queries (B, h, T, d); head i reads i // (h / h_kv)"),
             ha="left", va="center", fontsize=SHAPE, family="monospace")
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "Three rows, each with 8 query heads q0 to q7 on top and the key-value heads they read below. Multi-"
+        "head attention: 8 key-value heads kv0 to kv7, one under each query head; the cache holds 2 x 8 x d "
+        "numbers per position and layer. Grouped-query attention: 2 key-value heads, K0, V0 read by q0 to q3 "
+        "and K1, V1 read by q4 to q7; the cache holds 2 x 2 x d numbers, 4 query heads share each. Multi-"
+        "query attention: one key-value head K0, V0 read by all 8 query heads; the cache holds 2 x 1 x d "
+        "numbers. Keys and values have shape (B, h_kv, T, d), queries (B, h, T, d); query head i reads key-"
+        "value head i // (h / h_kv)."))

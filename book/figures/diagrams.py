@@ -10,9 +10,10 @@ Shapes on the arrows follow the course's conventions: ``B`` sequences per batch,
 source and ``T`` target positions, ``D`` the model width (``d_model``), ``h`` heads of
 width ``d = D/h``, ``F`` the feed-forward width (``d_ff``), ``V`` a vocabulary size.
 
-Each ``draw_*`` function returns the figure. The pages give each picture its alt text and
-the classes ``course-diagram diagram-<function name, with - for _>`` (MyST-NB's ``mystnb: image:`` cell
-metadata), by which the screenshot test finds it.
+Each ``draw_*`` function returns the figure, with its text alternative (``figures.describe.finding``:
+a message of ``figures.po``, so that the Chinese book says it in Chinese). The pages give each
+picture the classes ``course-diagram diagram-<function name, with - for _>`` (MyST-NB's
+``mystnb: image:`` cell metadata), by which the screenshot test finds it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from figures.describe import finding
 from figures.i18n import _
 
 WIDTH = 7.6  # inches: the widest picture, drawn for the book's content column
@@ -169,7 +171,14 @@ def draw_encoder():
     _arrow(ax, output["top"], tagger["bottom"], "(B, S, D)")
     ax.text(tagger["right"][0] + 0.15, tagger["right"][1], _("logits (B, S, 2)"), ha="left", va="center",
             fontsize=SHAPE, family="monospace")
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The Transformer encoder as a column of boxes: source ids of shape (B, S) go through the embedding "
+        "scaled by the square root of D and the positional encoding to (B, S, D); then N identical blocks, "
+        "each multi-head self-attention (heads of shape (B, h, S, d), weights (B, h, S, S), source padding "
+        "mask (B, 1, S)) followed by add and norm, then the position-wise feed-forward network (hidden (B, S,"
+        " F)) followed by add and norm, with a residual line around each sub-layer; the encoder's output, one"
+        " vector per token, (B, S, D), goes to the tagger's linear layer, which gives logits (B, S, 2)."))
 
 
 def draw_transformer():
@@ -209,7 +218,16 @@ def draw_transformer():
     _arrow(ax, (xd, dy), linear["bottom"], "(B, T, D)")
     logits = _box(ax, xd, dy + 1.45, w, 0.42, _("logits"), "data")
     _arrow(ax, linear["top"], logits["bottom"], "(B, T, V)")
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The whole encoder-decoder Transformer. Left, the encoder column from source ids (B, S) to the memory"
+        " (B, S, D). Right, the decoder column: target ids shifted right (B, T), embedding and positional "
+        "encoding to (B, T, D), then N blocks of masked self-attention with a causal (T, T) mask, add and "
+        "norm, cross-attention whose queries are (B, T, D) and whose keys and values are the memory (B, S, "
+        "D), with the source padding mask (B, 1, S) and weights (B, h, T, S), add and norm, feed-forward, add"
+        " and norm, with the decoder's residual lines drawn on its right so that the memory arrow, from the "
+        "left, enters only the cross-attention; a final linear layer from D to V gives logits (B, T, V). The "
+        "encoder's self-attention also takes the source padding mask."))
 
 
 # --------------------------------------------------------------------- multi-head attention
@@ -240,7 +258,12 @@ def draw_multihead():
     _arrow(ax, w_o["bottom"], out["top"], "(B,n,D)")
     ax.text(0.05, 0.3, _("h heads of width d = D/h; each scales its scores by 1/√d"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "Multi-head attention as data flow, left to right: queries (B, n, D), keys and values (B, m, D) are "
+        "each projected by W_q, W_k, W_v to the same shapes, split into h heads, (B, h, n, d) and (B, h, m, "
+        "d), attended per head by scaled dot-product attention (weights (B, h, n, m), output (B, h, n, d)), "
+        "merged back to (B, n, D) and mixed by W_o into the output (B, n, D)."))
 
 
 # ----------------------------------------------------------------------- Bahdanau attention
@@ -289,7 +312,15 @@ def draw_bahdanau():
     _arrow(ax, gru["top"], out["bottom"], "s(t)", side="left")
     ax.text(0.05, 5.45, _("one output step t; s(t) is the next step's query"), ha="left",
             va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "One decoder step of the course's Bahdanau model. Bottom, a GRU encoder reads the embedded source (B,"
+        " S, E) and keeps one state per position, (B, S, H). The decoder's previous state s(t-1), (B, H), is "
+        "the query of additive attention over those states; the weights (B, S) average them into the context "
+        "c(t), (B, H); the context, concatenated with the embedding of the previous token, (B, E + H), enters"
+        " the decoder GRU, whose new state s(t) goes through a linear layer to logits (B, V) and is the next "
+        "step's query. A dashed line from the encoder's last state to s(t-1) marks the first step: s(0) = "
+        "h(S)."))
 
 
 # ------------------------------------------------------------ teacher forcing and greedy
@@ -337,4 +368,10 @@ def draw_teacher_forcing(target: str = "1998-03-03", steps: int = 4):
             _arrow(ax, out["bottom"], (3.75 + 0.5 * (step + 1), y - 0.95 + 0.2), colour="#999999",
                    connection="arc3,rad=-0.15")
     ax.text(3.25, 0.3, _("… until <eos> or max_len"), ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "Training and inference side by side, on the first characters of the date 1998-03-03. Left, teacher "
+        "forcing: the decoder reads <bos> 1 9 9, the true target shifted right, in one pass under the causal "
+        "mask, and is scored at every position against the labels 1 9 9 8. Right, greedy decoding: the "
+        "decoder starts from <bos> alone; at each of four steps its most likely next token (1, then 9, 9, 8) "
+        "is appended to its input and the decoder runs again, until it writes <eos> or reaches max_len."))
