@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "book" / "_ext"))
 sys.path.insert(0, str(REPO / "book"))
 
 import translated_outputs  # noqa: E402
-from figures import i18n  # noqa: E402
+from figures import describe, i18n  # noqa: E402
 
 
 def _read(path: Path):
@@ -135,6 +135,7 @@ def cell(monkeypatch):
     ax.set_title(_("{n} steps on {device}", n=300, device="cpu"))
     ax.set_xticks([0, 1], [_("query"), "k2"])
     ax.legend()
+    describe.finding(fig, _("The loss falls from {start} to {end}.", start=1, end=0))
     text = "\n".join([i18n.padded(_("encoder"), 8) + " " + _("held-out accuracy {accuracy:.1%}", accuracy=0.9873),
                       f"{_('window'):8s} " + _("held-out accuracy {accuracy:.1%}", accuracy=0.5),
                       _("faster at: {names}", names=", ".join([_("encoder"), "GRU"]))])
@@ -155,7 +156,8 @@ CHINESE = {"training loss": "训练损失", "{n} steps on {device}": "在 {devic
            "faster at: {names}": "更快的是：{names}",
            # the sentences of the figure's text alternative (figures/describe.py)
            "{title}.": "{title}。", "{label}: from {first} at {x_first} to {last} at {x_last}.":
-           "{label}：从 {x_first} 处的 {first} 到 {x_last} 处的 {last}。"}
+           "{label}：从 {x_first} 处的 {first} 到 {x_last} 处的 {last}。",
+           "The loss falls from {start} to {end}.": "损失从 {start} 降到 {end}。"}
 
 
 def test_the_chinese_build_translates_printouts_and_figures(cell):
@@ -168,14 +170,28 @@ def test_the_chinese_build_translates_printouts_and_figures(cell):
     chinese_png = translated[1]["data"]["image/png"]
     assert chinese_png != cell[1]["data"]["image/png"] and i18n.MIME not in translated[1]["data"]
     # the picture says what it shows, in Chinese: its title, and its line by its label
-    assert translated[1]["metadata"][translated_outputs.ALT] == "在 cpu 上训练 300 步。训练损失：从 x = 0 处的 1 到 x = 1 处的 0。"
+    assert translated[1]["metadata"][translated_outputs.ALT] == "在 cpu 上训练 300 步。训练损失：从 x = 0 处的 1 到 x = 1 处的 0。损失从 1 降到 0。"
 
 
 def test_the_english_build_gives_each_figure_its_alt_text(cell):
     described = translated_outputs.with_alt_texts(cell)
     assert described[1]["metadata"][translated_outputs.ALT] == (
-        "300 steps on cpu. training loss: from 1 at x = 0 to 0 at x = 1.")
+        "300 steps on cpu. training loss: from 1 at x = 0 to 0 at x = 1. The loss falls from 1 to 0.")
     assert translated_outputs.ALT not in cell[1]["metadata"]  # a copy: the cache's outputs stay as they are
+
+
+def test_a_plot_without_its_finding_stops_the_build(cell):
+    """A plot's alt text says what its page draws from it (figures.describe.finding): without it
+    the build stops; a diagram (no axes: its page writes its alt text) needs none."""
+    payload = cell[1]["data"][i18n.MIME]
+    fig = translated_outputs._unpack(payload["figure"])
+    delattr(fig, describe.FINDING)
+    bare = {**payload, "figure": i18n._pack(fig)}
+    with pytest.raises(translated_outputs.FindingMissing, match="training loss"):
+        translated_outputs.english_description(bare)
+    fig.axes[0].set_axis_off()
+    assert not describe.missing_finding(fig)
+    assert translated_outputs.english_description({**payload, "figure": i18n._pack(fig)})[0] == ""
 
 
 def test_a_word_in_quotes_or_code_is_data():

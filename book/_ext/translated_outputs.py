@@ -3,8 +3,10 @@ in both editions, each figure's text alternative.
 
 **Text alternatives** (both editions): each picture a code cell draws gets an ``alt`` that says
 what it shows (``book/figures/describe.py``: its panels, axes, series and the finding its
-code gave it), read from the figure the output carries, in the edition's language. A picture
-whose cell gives its own ``alt`` (the architecture diagrams: ``mystnb: image: alt:``) keeps it.
+code gave it; a diagram's code gives it its whole description), read from the figure the output
+carries, in the edition's language. A picture whose cell gives its own ``alt``
+(``mystnb: image: alt:``, in English only) keeps it.
+A plot whose code gave it no finding stops the build (:class:`FindingMissing`).
 
 **Translation**: active only when ``language`` is ``zh_CN``. The Chinese build reads the pages' outputs from the
 English build's Jupyter cache and executes nothing. Each output that has words carries what
@@ -69,6 +71,10 @@ UNITS = re.compile(r"(?<![\w-])(ms|us|ns)(?=[\s/]|$)")
 
 class TranslationError(Exception):
     """An output that cannot be said in Chinese."""
+
+
+class FindingMissing(Exception):
+    """A plot whose alt text would lack what its page draws from it (figures.describe.finding)."""
 
 
 def english_prose(text: str) -> list[str]:
@@ -344,7 +350,12 @@ def english_description(payload: dict) -> tuple[str, str]:
     with matplotlib.rc_context(_unpack(payload["rc"])):
         fig = _unpack(payload["figure"])
         try:
-            return describe.alt_text(fig), describe.heat_map_tables(fig)
+            text = describe.alt_text(fig)
+            if describe.missing_finding(fig):
+                raise FindingMissing(f"a plot without its finding, its alt text {text[:160]!r}...: give it the "
+                                     "sentence its page draws from it, figures.describe.finding(fig, _(...)), "
+                                     "computed from the figure's data")
+            return text, describe.heat_map_tables(fig)
         finally:
             plt.close(fig)
 
@@ -492,9 +503,12 @@ def _install(app: Sphinx, config) -> None:
         exec_count, outputs = original(renderer, token)
         _give_alt_texts(renderer.nb_renderer)
         env = renderer.document.settings.env
-        if env.config.language != LANGUAGE:
-            return exec_count, with_alt_texts(outputs)
         where = f"{env.docname}, code cell {token.meta['index'] + 1}"
+        if env.config.language != LANGUAGE:
+            try:
+                return exec_count, with_alt_texts(outputs)
+            except FindingMissing as error:
+                raise ExtensionError(f"{where}: {error}") from None
         page = [m for cell in renderer.nb_client.notebook.cells for m in recorded_messages(cell.get("outputs", []))]
         try:
             return exec_count, translate_outputs(outputs, _catalog(env), where, page)

@@ -7,6 +7,7 @@ weights show, next to the figure.
 
 import numpy as np
 
+from figures.describe import finding
 from figures.i18n import _
 
 
@@ -169,11 +170,10 @@ def describe_alignment(weights, sources, translations) -> str:
     ``weights`` holds one ``(T, S)`` or ``(h, T, S)`` array per example, in the order of
     ``sources`` and ``translations``.
     """
-    lines, at_end, total = [], 0, 0
+    lines = []
     for w, source, translation in zip(weights, sources, translations):
         rows = strongest_sources(w, source, translation)
         heads = _as_array(w).shape[0] if _as_array(w).ndim == 3 else 1
-        ends = _field_ends(source)
         cells = []
         for char, position, weight, agreeing in rows:
             if heads > 1:
@@ -182,10 +182,44 @@ def describe_alignment(weights, sources, translations) -> str:
                                heads=heads))
             else:
                 cells.append(f"{char}←{source[position]!r}@{position} ({weight:.2f})")
-            at_end += position in ends
-            total += 1
         lines.append(f"{source!r} → {translation}")
         lines.append("    " + "  ".join(cells))
+    at_end, total = field_end_count(weights, sources, translations)
     lines.append(_("{at_end} of {total} output characters weigh most the last character of a "
                    "source field (a run of digits or of letters)", at_end=at_end, total=total))
     return "\n".join(lines)
+
+
+def field_end_count(weights, sources, translations) -> tuple[int, int]:
+    """How many output characters weigh most (:func:`strongest_sources`) the last character of a
+    source field, and of how many output characters."""
+    at_end = total = 0
+    for w, source, translation in zip(weights, sources, translations):
+        ends = _field_ends(source)
+        for _char, position, _weight, _agreeing in strongest_sources(w, source, translation):
+            at_end += position in ends
+            total += 1
+    return at_end, total
+
+
+def alignment_finding(fig, weights, sources, translations):
+    """Give ``fig``, an alignment figure of ``weights`` (one map, or one per head, per example),
+    the finding its page prints under it (:func:`describe_alignment`, :func:`describe_fields`):
+    how many characters of the year, the month and the day weigh most in their own source field,
+    and how many output characters weigh most the last character of a field. Returns ``fig``."""
+    in_field = field_alignment(weights, sources, translations)["in_field"]
+    at_end, total = field_end_count(weights, sources, translations)
+    (year, years), (month, months), (day, days) = in_field["year"], in_field["month"], in_field["day"]
+    return finding(fig, _("Of the characters written, {year} of {years} of the year, {month} of {months} of the month "
+                          "and {day} of {days} of the day weigh most in the source field that holds them; {at_end} "
+                          "of {total} output characters weigh most the last character of a source field.",
+                          year=year, years=years, month=month, months=months, day=day, days=days, at_end=at_end,
+                          total=total))
+
+
+def plot_alignment(weights, sources, translations):
+    """``attention_course.seq2seq.plot_alignment``'s figure (one heat map per example), with the
+    finding the page prints under it (:func:`alignment_finding`)."""
+    from attention_course.seq2seq import plot_alignment as plot
+
+    return alignment_finding(plot(weights, sources, translations), weights, sources, translations)

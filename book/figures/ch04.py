@@ -53,7 +53,12 @@ def plot_split_heads(T: int = 3, D: int = 6, num_heads: int = 2):
         draw(axes[i + 1], heads[i].numpy(), colour, _("head {i}: (T, d) = ({T}, {d})", i=i, T=T, d=d))
     fig.suptitle(f"split_heads(X, {num_heads}): (1, {T}, {D}) -> (1, {num_heads}, {T}, {d})", fontsize=11)
     fig.tight_layout()
-    return fig
+    # the entry in row r, column c of X is r * D + c: the columns a head holds, read from its numbers
+    held = [sorted({int(v) % D for v in heads[i].flatten()}) for i in range(num_heads)]
+    each = "; ".join(_("head {i} holds columns {first} to {last} of every row", i=i, first=cols[0], last=cols[-1])
+                     for i, cols in enumerate(held))
+    return finding(fig, _("Each head takes a block of {d} neighbouring columns of X, the same in every row, with its "
+                          "numbers unchanged: {each}.", d=d, each=each))
 
 
 TOY_SENTENCE = ("the", "cat", "saw", "the", "dog", "saw", "the", "cat")

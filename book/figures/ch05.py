@@ -13,6 +13,7 @@ from attention_course.device import best_device
 from attention_course.reference.ch02 import scaled_dot_product_attention
 from attention_course.reference.ch05 import (image_to_patches, layer_costs, relative_shift_matrix,
                                               sinusoidal_positional_encoding)
+from figures.describe import finding
 from figures.i18n import _, padded
 
 
@@ -55,7 +56,10 @@ def plot_encoding_heatmap(max_len: int = 60, d_model: int = 64):
     ax.set_title(_("sinusoidal positional encoding, d_model = {d_model}", d_model=d_model))
     fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
-    return fig
+    step = np.abs(np.diff(P, axis=0)).mean(axis=0)  # the mean change from one position to the next, by column
+    return finding(fig, _("From one position to the next, column 0 changes by {first:.2f} on average and column {last} by "
+                          "{slow:.2g}: the left columns flicker from row to row, the right ones hardly move.",
+                          first=step[0], last=d_model - 1, slow=step[-1]))
 
 
 def plot_encoding_columns(columns=(6, 7, 8, 9), max_len: int = 60, d_model: int = 32):
@@ -72,7 +76,17 @@ def plot_encoding_columns(columns=(6, 7, 8, 9), max_len: int = 60, d_model: int 
     ax.set_title(_("four columns of P (d_model = {d_model})", d_model=d_model))
     ax.legend(fontsize="small", loc="lower left")
     fig.tight_layout()
-    return fig
+    # the period of each pair j, 2 pi / omega_j, and the phase between its sine and cosine, both
+    # read from the drawn columns: the angle of (cos, sin) turns by omega_j per position
+    pairs = sorted({col // 2 for col in columns})
+    each = []
+    for j in pairs:
+        sine, cosine = P[:, 2 * j], P[:, 2 * j + 1]
+        omega = float(np.median(np.diff(np.unwrap(np.arctan2(sine, cosine)))))
+        each.append(_("columns {sin} and {cos} (j = {j}) repeat every {period:.1f} positions", sin=2 * j, cos=2 * j + 1,
+                      j=j, period=2 * math.pi / omega))
+    return finding(fig, _("Each sine column and its cosine partner are a quarter turn apart at the same frequency, "
+                          "and the higher pair is slower: {pairs}.", pairs="; ".join(each)))
 
 
 def plot_barcode(num_positions: int = 16, num_bits: int = 4, d_model: int = 16):
@@ -97,7 +111,14 @@ def plot_barcode(num_positions: int = 16, num_bits: int = 4, d_model: int = 16):
     right.set_yticks(range(num_positions))
     fig.colorbar(image, ax=right, shrink=0.8)
     fig.tight_layout()
-    return fig
+    flips = np.abs(np.diff(bits, axis=0)).sum(axis=0)
+    # the cosine columns (odd) start at 1, so that a change of sign is never a zero
+    signs = (np.diff(np.sign(P[:, 1::2]), axis=0) != 0).sum(axis=0)
+    return finding(fig, _("Over the {n} positions, bits 0 to {last_bit} flip {flips} times; the cosine columns of P "
+                          "(1, 3, …, {last_column}) change sign {signs} times: in both, the first columns change fastest.",
+                          n=num_positions, last_bit=num_bits - 1, flips=", ".join(map(str, flips)),
+                          last_column=d_model - 1 if d_model % 2 == 0 else d_model - 2,
+                          signs=", ".join(map(str, signs))))
 
 
 def plot_relative_shift(d_model: int = 64, max_len: int = 50):
@@ -113,7 +134,14 @@ def plot_relative_shift(d_model: int = 64, max_len: int = 50):
     ax.set_title(r"$P_t \cdot P_s$, d_model = " + str(d_model))
     fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
-    return fig
+    dots = (P @ P.T).double().numpy()
+    by_shift = {k: np.diagonal(dots, k) for k in range(max_len)}  # the values at t - s = k (s - t by symmetry)
+    spread = max(float(np.ptp(values)) for values in by_shift.values())
+    assert (dots.argmax(axis=1) == np.arange(max_len)).all(), "a row of P P^T no longer peaks on the diagonal"
+    return finding(fig, _("Every row peaks on the diagonal t = s, at {peak:.1f}; the value at a distance of 1 is "
+                          "{one:.1f}, of 10 {ten:.1f}; along any diagonal the values differ by at most {spread:.1e}: "
+                          "they depend on t − s only.", peak=by_shift[0].mean(), one=by_shift[1].mean(),
+                          ten=by_shift[10].mean(), spread=spread))
 
 
 def plot_patches(size: int = 12, patch_size: int = 4):
@@ -145,7 +173,10 @@ def plot_patches(size: int = 12, patch_size: int = 4):
     for c in range(1, 3):
         right.axvline(c * patch_size * patch_size - 0.5, color="white", linewidth=1)
     fig.tight_layout()
-    return fig
+    n, width = tokens.shape
+    return finding(fig, _("The image is cut into {n} patches, numbered 0 to {last} left to right, then top to bottom; "
+                          "patch n is row n of the token matrix, {width} numbers: the {p2} of channel R, then those "
+                          "of G, then of B.", n=n, last=n - 1, width=width, p2=patch_size * patch_size))
 
 
 def cost_table(sizes=((50, 512), (4096, 512)), k: int = 3) -> str:
@@ -210,21 +241,32 @@ def time_self_attention_vs_gru(
     return result
 
 
+def timing_facts(timings: dict) -> tuple[dict[str, float], list[str], list[str]]:
+    """What :func:`describe_timing` prints of :func:`time_self_attention_vs_gru`'s measurement (and
+    :func:`plot_timing`'s finding says): the slope of each layer's log time against log n over the
+    last three lengths, the faster layer at each length, and the pairs of lengths between which
+    that changes."""
+    n = np.array(timings["n"], dtype=float)
+    ratio = np.array(timings["self_attention"]) / np.array(timings["gru"])
+    slopes = {name: float(np.polyfit(np.log(n[-3:]), np.log(timings[name][-3:]), 1)[0])
+              for name in ("self_attention", "gru")}
+    faster = [_("self-attention") if r < 1 else "GRU" for r in ratio]
+    changes = [_("{shorter} and {longer}", shorter=int(n[i]), longer=int(n[i + 1]))
+               for i in range(len(n) - 1) if faster[i] != faster[i + 1]]
+    return slopes, faster, changes
+
+
 def describe_timing(timings: dict) -> str:
     """Words for :func:`time_self_attention_vs_gru`'s measurement, computed from it: how fast each
     layer's time grows over the last three lengths (the slope of a line fitted to log time against
     log n), which layer is faster at each length, and between which lengths that changes."""
     n = np.array(timings["n"], dtype=float)
-    ratio = np.array(timings["self_attention"]) / np.array(timings["gru"])
+    slopes, faster, changes = timing_facts(timings)
     lines = []
     for name in ("self_attention", "gru"):
-        slope = np.polyfit(np.log(n[-3:]), np.log(timings[name][-3:]), 1)[0]
         lines.append(f"{name:15s} " + _("time grows like n^{slope:.2f} over n = {first:.0f} to {last:.0f}",
-                                         slope=slope, first=n[-3], last=n[-1]))
-    faster = [_("self-attention") if r < 1 else "GRU" for r in ratio]
+                                         slope=slopes[name], first=n[-3], last=n[-1]))
     lines.append(_("faster at each n: {lengths}", lengths=", ".join(f"{int(k)}: {f}" for k, f in zip(n, faster))))
-    changes = [_("{shorter} and {longer}", shorter=int(n[i]), longer=int(n[i + 1]))
-               for i in range(len(n) - 1) if faster[i] != faster[i + 1]]
     if changes:
         lines.append(_("on {device}, the faster layer changes between n = {lengths}", device=timings["device"],
                        lengths="; ".join(changes)))
@@ -254,4 +296,11 @@ def plot_timing(timings: dict | None = None, **kwargs):
     ax.set_title(title)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    return fig
+    slopes, faster, changes = timing_facts(timings)
+    if changes:
+        return finding(fig, _("Over the last three lengths self-attention's time grows like n^{attention:.2f} and the "
+                              "GRU's like n^{gru:.2f}; the faster layer changes between n = {lengths}.",
+                              attention=slopes["self_attention"], gru=slopes["gru"], lengths="; ".join(changes)))
+    return finding(fig, _("Over the last three lengths self-attention's time grows like n^{attention:.2f} and the "
+                          "GRU's like n^{gru:.2f}; {faster} is the faster layer at every length.",
+                          attention=slopes["self_attention"], gru=slopes["gru"], faster=faster[0]))

@@ -33,6 +33,7 @@ from attention_course.tagging import (
 )
 from attention_course.training import init_transformer_weights
 from attention_course.twins import to_torch_encoder_layer
+from figures.describe import finding
 from figures.i18n import N_, _, padded
 
 __all__ = [
@@ -209,6 +210,13 @@ def gradient_norms_by_depth(num_layers: int = 12, d_model: int = 64, num_heads: 
     return result
 
 
+def gradient_orders(norms) -> tuple[float, float]:
+    """Of one stack's gradient norms by block: how many orders of magnitude the last block's
+    exceeds the first block's, and how many lie between the largest and the smallest."""
+    norms = np.asarray(norms, dtype=float)
+    return math.log10(norms[-1] / norms[0]), math.log10(norms.max() / norms.min())
+
+
 def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16, d_model: int = 64,
                             seed: int = 0, rounding: float = 1e-12) -> str:
     """What the figure of :func:`gradient_norms_by_depth`'s ``result`` shows, in numbers (the
@@ -231,8 +239,7 @@ def describe_gradient_norms(result: dict, batch_size: int = 8, seq_len: int = 16
     facts = {}
     for label, residual, _layer_norm in STACKS:
         norms = np.array(result[label]["all"])
-        orders = math.log10(norms[-1] / norms[0])
-        spread = math.log10(norms.max() / norms.min())
+        orders, spread = gradient_orders(result[label]["all"])
         qk = np.array(result[label]["query_key"]) / norms
         dead = [b for b in range(len(qk)) if (qk[b:] < rounding).all()]
         facts[label] = (orders, spread, dead)
@@ -286,7 +293,15 @@ def plot_gradient_norms(result: dict | None = None, **kwargs):
         ax.legend(fontsize="small", loc="lower right")
     axes[0].set_ylabel(_("gradient norm of the block's parameters"))
     fig.tight_layout()
-    return fig
+    each = []
+    for label, _residual, _layer_norm in STACKS:
+        orders, spread = gradient_orders(result[label]["all"])
+        each.append(_("{stack}: from block 1 to block {last} the gradient changes by {orders:+.1f} orders of magnitude, "
+                      "{spread:.1f} between its largest and its smallest", stack=label, orders=orders, last=len(result[label]["all"]),
+                      spread=spread))
+    return finding(fig, _("Without the residual connection or the layer norm the gradient shrinks block by block "
+                          "towards the input; with either it stays within one order of magnitude. {each}.",
+                          each="; ".join(each)))
 
 
 # --------------------------------------------------------------------------------------
@@ -396,7 +411,11 @@ def plot_batch_dependence(result: dict | None = None, **kwargs):
     right.set_xticks(range(1, len(result["companions"][result["methods"][0]]) + 1, 2))
     left.legend(fontsize="small")
     fig.tight_layout()
-    return fig
+    changes = "; ".join(_("{method}: {change:.2f}", method=method, change=change)
+                        for method, change in result["largest_change"].items())
+    return finding(fig, _("Under batch norm the same sentence's normalised values move with the batch, on both sides; "
+                          "under layer norm they do not move at all. The largest change of the sentence's normalised "
+                          "vectors over all batches: {changes}.", changes=changes))
 
 
 # --------------------------------------------------------------------------------------
@@ -630,6 +649,12 @@ def plot_duplicate_training(runs: dict, ceiling: dict | None = None):
     ax.set_ylim(40, 101)
     ax.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
+    accuracy = {name: run["test_accuracy"] for name, run in runs.items()}
+    if ceiling is not None and set(accuracy) == {"encoder", "window"}:
+        return finding(fig, _("Held out, the encoder ends at {encoder:.1%} token accuracy and the window MLP at "
+                              "{window:.1%}, against a ceiling of {ceiling:.1%} for any window model and {no:.1%} for "
+                              "always answering 'no'.", encoder=accuracy["encoder"], window=accuracy["window"],
+                              ceiling=ceiling["ceiling"], no=ceiling["always_no"]))
     return fig
 
 
@@ -690,7 +715,8 @@ def _short_example(model: TokenClassifier, task: TaggingTask, layer: int, max_le
     return list(task.decode(example.tokens[0])), weights
 
 
-def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 0, max_letters: int = 15):
+def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 0, max_letters: int = 15,
+                        factor: float = 3.0):
     """Figure: the attention weights of every head of block ``layer`` on the first
     held-out string of at most ``max_letters`` letters; rows are queries, columns keys,
     both labelled by their letters, and the cells where the key is another copy of the
@@ -714,7 +740,13 @@ def plot_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="tab:blue", linewidth=1.5))
         ax.tick_params(axis="x", rotation=0)
     fig.suptitle(_("held-out string '{string}'; blue box: another copy of the row's letter", string="".join(letters)))
-    return fig
+    rows = _copy_rows(letters, weights, factor)
+    counts = _looking_counts(rows)
+    return finding(fig, _("{rows} rows have boxes, each a letter with another copy in the string; the heads giving the "
+                          "copies at least {factor:g} times the share evenly spread weights would give: none in {none} "
+                          "of those rows, one in {one}, two in {two}, more in {more} (of {heads} heads).",
+                          rows=len(rows), factor=factor, none=counts[0], one=counts[1], two=counts[2],
+                          more=counts[3], heads=num_heads))
 
 
 def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: int = 0, max_letters: int = 15,
@@ -725,22 +757,38 @@ def describe_copy_attention(model: TokenClassifier, task: TaggingTask, layer: in
     those rows give their copies at least ``factor`` times the even share in no head, one,
     two, or more."""
     letters, weights = _short_example(model, task, layer, max_letters)
-    length, num_heads = len(letters), weights.shape[0]
+    num_heads = weights.shape[0]
     lines = [_("block {block}, share of each duplicated letter's row on its copies, heads 0 to {last}:",
                 block=layer + 1, last=num_heads - 1)]
-    heads_looking = []
+    rows = _copy_rows(letters, weights, factor)
+    for i, letter, share, even, _looking in rows:
+        lines.append(_("{letter!r} at {i:2d}: on its copies {shares}   (even {even:.0%})", letter=letter, i=i,
+                       shares=" ".join(f"{float(s):4.0%}" for s in share), even=even))
+    counts = _looking_counts(rows)
+    lines.append(_("{rows} rows with boxes; heads giving the copies at least {factor:g} times the even share: "
+                   "none in {none}, one in {one}, two in {two}, more in {more} (of {heads} heads)",
+                   rows=len(rows), factor=factor, none=counts[0], one=counts[1], two=counts[2],
+                   more=counts[3], heads=num_heads))
+    return "\n".join(lines)
+
+
+def _copy_rows(letters: list[str], weights: torch.Tensor, factor: float) -> list[tuple]:
+    """The rows with boxes of :func:`plot_copy_attention` (``weights`` ``(h, n, n)``): for each
+    letter with another copy in the string, ``(position, letter, share of its row on its copies
+    per head, share evenly spread weights would give, number of heads giving at least ``factor``
+    times that)``."""
+    length, rows = len(letters), []
     for i, letter in enumerate(letters):
         copies = [j for j in range(length) if j != i and letters[j] == letter]
         if not copies:
             continue
         share = weights[:, i, copies].sum(dim=-1)  # (h,)
         even = len(copies) / length
-        heads_looking.append(int((share >= factor * even).sum()))
-        lines.append(_("{letter!r} at {i:2d}: on its copies {shares}   (even {even:.0%})", letter=letter, i=i,
-                       shares=" ".join(f"{float(s):4.0%}" for s in share), even=even))
-    counts = [sum(1 for k in heads_looking if k == c) for c in range(3)]
-    lines.append(_("{rows} rows with boxes; heads giving the copies at least {factor:g} times the even share: "
-                   "none in {none}, one in {one}, two in {two}, more in {more} (of {heads} heads)",
-                   rows=len(heads_looking), factor=factor, none=counts[0], one=counts[1], two=counts[2],
-                   more=len(heads_looking) - sum(counts), heads=num_heads))
-    return "\n".join(lines)
+        rows.append((i, letter, share, even, int((share >= factor * even).sum())))
+    return rows
+
+
+def _looking_counts(rows: list[tuple]) -> list[int]:
+    """Of :func:`_copy_rows`, how many rows have no, one, two, or more heads looking for the copies."""
+    counts = [sum(1 for row in rows if row[-1] == c) for c in range(3)]
+    return [*counts, len(rows) - sum(counts)]

@@ -28,7 +28,9 @@ from attention_course.reference.ch07 import (
 from attention_course.recipes import BAHDANAU, TRANSFORMER
 from attention_course.seq2seq import make_seq2seq, make_transformer, train_seq2seq, train_transformer
 from attention_course.twins import to_torch_decoder_layer
+from figures.alignment import alignment_finding
 from figures.ch06 import padding_to_attention_mask
+from figures.describe import finding
 from figures.i18n import N_, _, padded
 from figures.training import kept_run
 
@@ -123,7 +125,13 @@ def plot_causal_mask(tokens=NOTES_TARGET[:-1], d_model: int = 8, seed: int = 0):
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel(_("query (position i)"))
     fig.tight_layout()
-    return fig
+    above = float(np.triu(weights, 1).max())
+    return finding(fig, _("The masks allow each query i the keys 0 to i ({allowed} of {cells} cells): the first row "
+                          "({first}) puts weight {w0:.2f} on its only key, the last row ({last}) spreads its weight over "
+                          "all {T}, from {low:.2f} to {high:.2f}; the largest weight above the diagonal is {above:g}.",
+                          allowed=int(mask.sum()), cells=T * T, first=labels[0], w0=float(weights[0, 0]),
+                          last=labels[-1], T=T, low=float(weights[-1].min()), high=float(weights[-1].max()),
+                          above=above))
 
 
 def teacher_forcing_rows(tokens=NOTES_TARGET, masked: str = "<MASKED>") -> list[tuple[list[str], str]]:
@@ -296,9 +304,12 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.0, 3.8))
     steps = np.arange(1, num_steps + 1)
+    peaks = []
     for (d_model, warmup), style in zip(settings, ("-", "--", ":", "-.") * len(settings)):  # apart in greyscale
-        left.plot(steps, [noam_lr(int(s), d_model, warmup) for s in steps], linestyle=style,
-                  label=f"d_model = {d_model}, warmup = {warmup}")
+        rates = np.array([noam_lr(int(s), d_model, warmup) for s in steps])
+        left.plot(steps, rates, linestyle=style, label=f"d_model = {d_model}, warmup = {warmup}")
+        peaks.append(_("{rate:.2g} at step {step} (d_model = {d_model}, warmup = {warmup})", rate=rates.max(),
+                       step=int(steps[rates.argmax()]), d_model=d_model, warmup=warmup))
     left.set_xlabel(_("step"))
     left.set_ylabel(_("learning rate"))
     left.set_title("noam_lr(step, d_model, warmup)", fontsize=10)
@@ -316,7 +327,11 @@ def plot_noam_lr(settings=((512, 4000), (512, 8000), (256, 4000), (1024, 4000)),
                       warmup=warmup, d_model=d_model), fontsize=10)
     right.legend(fontsize="small")
     fig.tight_layout()
-    return fig
+    course = [course_learning_rate(int(s), course_steps) for s in steps]
+    return finding(fig, _("On the left, the largest rate of each schedule: {peaks}. This chapter's run peaks at "
+                          "{peak:.4f} at step {step}, and its cooldown brings the rate down to {last:.2g} at step "
+                          "{steps}.", peaks="; ".join(peaks), peak=max(course),
+                          step=int(steps[int(np.argmax(course))]), last=course[-1], steps=course_steps))
 
 
 # --------------------------------------------------------------------------------------
@@ -504,7 +519,8 @@ def plot_cross_attention_heads(translated: dict, examples=(0, 1, 2)):
         _head_maps(subfigure, maps, _characters(source), list(output) + ["⟨eos⟩"], _("source character"),
                    _("output character"))
         subfigure.suptitle(_("cross-attention, {source!r} → {output!r}", source=source, output=output), fontsize=10)
-    return fig
+    return alignment_finding(fig, translated["cross"][examples], [translated["sources"][k] for k in examples],
+                             [translated["translations"][k] for k in examples])
 
 
 def plot_self_attention_heads(translated: dict, example: int = 0):
@@ -526,7 +542,13 @@ def plot_self_attention_heads(translated: dict, example: int = 0):
     _head_maps(bottom, translated["encoder_self"][example, :, :len(source), :len(source)].numpy(), chars, chars,
                _("source character (key)"), _("source character (query)"))
     bottom.suptitle(_("encoder self-attention, reading {source!r}", source=source), fontsize=10)
-    return fig
+    facts = self_attention_facts(translated)
+    return finding(fig, _("Over all {n} dates, the largest weight of the decoder's masked self-attention above the "
+                          "diagonal is {above:.1g}; the spread of its rows (0 one-hot, 1 even) is {decoder:.2f}, that "
+                          "of the encoder's {encoder:.2f}; the year's characters put {share:.0%} of their weight on "
+                          "the year (evenly spread: {even:.0%}).", n=facts["dates"], above=facts["above"],
+                          decoder=facts["decoder_spread"], encoder=facts["encoder_spread"],
+                          share=facts["year_share"], even=facts["year_even"]))
 
 
 def _normalised_entropy(weights: np.ndarray) -> np.ndarray:
@@ -536,20 +558,9 @@ def _normalised_entropy(weights: np.ndarray) -> np.ndarray:
     return -(w * np.log(w)).sum(axis=-1) / np.log(weights.shape[-1])
 
 
-def describe_self_attention(translated: dict) -> str:
-    """What the self-attention maps of :func:`plot_self_attention_heads` show, for all the
-    examples of ``translated`` (a :func:`transformer_translate` result), in numbers: the
-    largest decoder weight above the diagonal; for how many (head, output step) pairs the
-    decoder's strongest key is at the same position in every example; how spread out the
-    rows of each kind are (entropy over its largest value, 0 one-hot, 1 even, rows with a
-    single key left out); and the share of the weight that the characters of the year put on
-    the year, in the encoder, next to the share evenly spread weights would give.
-
-    Checks the three things the page says of the figure, and raises ``AssertionError`` (which
-    stops the book's build) when one no longer holds: no weight above the decoder's diagonal,
-    encoder rows more spread out than decoder rows, and the year weighing the year more than
-    evenly spread weights would.
-    """
+def self_attention_facts(translated: dict) -> dict:
+    """The numbers :func:`describe_self_attention` prints of ``translated`` (and
+    :func:`plot_self_attention_heads`'s finding says), checked as it says."""
     from figures.alignment import date_fields
 
     sources, translations = translated["sources"], translated["translations"]
@@ -573,22 +584,41 @@ def describe_self_attention(translated: dict) -> str:
                     for k, row in enumerate(strongest.reshape(len(sources), -1)) for j in row)
     decoder_spread = float(np.concatenate(decoder_spread).mean())
     encoder_spread = float(np.concatenate(encoder_spread).mean())
-    lines = [
-        _("decoder self-attention, largest weight above the diagonal: {above:.1g}", above=above),
-        "  " + _("strongest key at the same place in all {n} dates:", n=len(sources)),
-        "    " + _("{same} of {pairs} (head, step) pairs, step 0 left out", same=int(same.sum()), pairs=same.size),
-        "  " + _("strongest keys: {keys}", keys=", ".join(f"{kind} {count}" for kind, count in kinds.most_common())),
-        "  " + _("spread of the rows (0 one-hot, 1 even): {spread:.2f}", spread=decoder_spread),
-        _("encoder self-attention, spread of the rows: {spread:.2f}", spread=encoder_spread),
-    ]
-    if year_share:
-        lines.append("  " + _("year characters' weight on the year: {share:.0%} (evenly spread: {even:.0%})",
-                              share=np.mean(year_share), even=np.mean(year_even)))
     assert above == 0.0, "the decoder attends to a later position: the causal mask no longer works"
     assert encoder_spread > decoder_spread, "the encoder's rows are no longer more spread out than the decoder's"
     assert year_share and np.mean(year_share) > np.mean(year_even), (
         "the year's characters no longer look at the year more than evenly spread weights would")
-    return "\n".join(lines)
+    return {"dates": len(sources), "above": above, "same": int(same.sum()), "pairs": int(same.size), "kinds": kinds,
+            "decoder_spread": decoder_spread, "encoder_spread": encoder_spread,
+            "year_share": float(np.mean(year_share)), "year_even": float(np.mean(year_even))}
+
+
+def describe_self_attention(translated: dict) -> str:
+    """What the self-attention maps of :func:`plot_self_attention_heads` show, for all the
+    examples of ``translated`` (a :func:`transformer_translate` result), in numbers: the
+    largest decoder weight above the diagonal; for how many (head, output step) pairs the
+    decoder's strongest key is at the same position in every example; how spread out the
+    rows of each kind are (entropy over its largest value, 0 one-hot, 1 even, rows with a
+    single key left out); and the share of the weight that the characters of the year put on
+    the year, in the encoder, next to the share evenly spread weights would give.
+
+    Checks the three things the page says of the figure (:func:`self_attention_facts`), and
+    raises ``AssertionError`` (which stops the book's build) when one no longer holds: no weight
+    above the decoder's diagonal, encoder rows more spread out than decoder rows, and the year
+    weighing the year more than evenly spread weights would.
+    """
+    facts = self_attention_facts(translated)
+    kinds = facts["kinds"]
+    return "\n".join([
+        _("decoder self-attention, largest weight above the diagonal: {above:.1g}", above=facts["above"]),
+        "  " + _("strongest key at the same place in all {n} dates:", n=facts["dates"]),
+        "    " + _("{same} of {pairs} (head, step) pairs, step 0 left out", same=facts["same"], pairs=facts["pairs"]),
+        "  " + _("strongest keys: {keys}", keys=", ".join(f"{kind} {count}" for kind, count in kinds.most_common())),
+        "  " + _("spread of the rows (0 one-hot, 1 even): {spread:.2f}", spread=facts["decoder_spread"]),
+        _("encoder self-attention, spread of the rows: {spread:.2f}", spread=facts["encoder_spread"]),
+        "  " + _("year characters' weight on the year: {share:.0%} (evenly spread: {even:.0%})",
+                 share=facts["year_share"], even=facts["year_even"]),
+    ])
 
 
 #: The models the pages compare in :func:`comparison_table` (chapters 7 and 8), by the names they give them.

@@ -16,6 +16,7 @@ import math
 import time
 
 import torch
+from matplotlib.patches import FancyBboxPatch
 from torch import nn
 
 from attention_course.prompts import SEP, PromptTask, complete_prompts, train_prompt_model
@@ -23,6 +24,7 @@ from attention_course.recipes import DECODER_ONLY
 from attention_course.reference.ch08 import GPT, beam_search, generate, top_k_top_p_filter
 from attention_course.seq2seq import exact_match
 from figures.diagrams import LABEL, SHAPE, SMALLEST, WIDTH, _arrow, _box, _canvas, _repeat
+from figures.describe import finding
 from figures.i18n import _, padded
 
 __all__ = [
@@ -564,7 +566,16 @@ def draw_decoder_only():
             ha="left", va="center", fontsize=SMALLEST, color="#8a4a12")
     ax.text(0.05, 9.2, _("pre-norm: LayerNorm before each sub-layer; the residual path crosses no norm"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The decoder-only model, bottom to top. Token ids (B, T) go into a token embedding, and the positions"
+        " 0 to T-1 into a learned position embedding; the two are added. Then N repeated blocks, each two "
+        "pre-norm sub-layers: a LayerNorm, causal self-attention with one fused W_qkv projection (causal mask"
+        " (T, T), heads (B, h, T, d)), and a residual addition of (B, T, D); then a LayerNorm, a GELU feed-"
+        "forward network (hidden (B, T, F)) and a residual addition. The residual path goes around each sub-"
+        "layer and crosses no norm. After the blocks, a final LayerNorm and a linear layer from D to V "
+        "without bias give the logits (B, T, V). A dashed line joins the token embedding and the output "
+        "layer: they are one (V, D) matrix, weight tying."))
 
 
 def draw_kv_cache(steps: int = 4):
@@ -575,8 +586,8 @@ def draw_kv_cache(steps: int = 4):
     cell = 0.5
     ax.text(0.05, 5.05, _("key-value cache of one layer: keys shown, values are cached alike"), ha="left",
             va="center", fontsize=LABEL, weight="bold")
-    ax.text(0.05, 4.7, _("grey: read from the cache; red: computed at this step"), ha="left", va="center",
-            fontsize=SMALLEST, color="#555555")
+    ax.text(0.05, 4.7, _("grey, thin outline: read from the cache; red, hatched, thick outline: computed at this step"),
+            ha="left", va="center", fontsize=SMALLEST, color="#555555")
     x_keys = 2.45
     for s in range(steps):
         y = 3.95 - s * 0.95
@@ -586,6 +597,12 @@ def draw_kv_cache(steps: int = 4):
         _arrow(ax, new["right"], proj["left"])
         keys = [_box(ax, x_keys + j * cell, y, cell - 0.06, 0.36, f"k{j + 1}", "attention" if j == s else "data",
                      size=SMALLEST) for j in range(s + 1)]
+        # the new key told from the cached ones without its colour too (WCAG 1.4.1): hatched, a thick outline
+        x_new = keys[-1]["left"][0]
+        ax.add_patch(FancyBboxPatch((x_new, y - 0.18), cell - 0.06, 0.36, boxstyle="round,pad=0.02,rounding_size=0.08",
+                                    facecolor="none", edgecolor="#222222", linewidth=2.4, hatch="//"))
+        ax.text(keys[-1]["top"][0], y, f"k{s + 1}", ha="center", va="center", fontsize=SMALLEST,
+                bbox={"boxstyle": "square,pad=0.1", "facecolor": "#f9d5d3", "edgecolor": "none"})
         # the new key goes over the cached ones into the last slot
         top = y + 0.33
         ax.plot([proj["top"][0], proj["top"][0], keys[-1]["top"][0]], [proj["top"][1], top, top],
@@ -600,7 +617,14 @@ def draw_kv_cache(steps: int = 4):
     ax.text(0.05, 0.3, _("after step s the cache of a layer holds keys and values (B, h, s, d) each;\n"
                          "without it, step s recomputes all s keys and s × s scores"),
             ha="left", va="center", fontsize=SMALLEST)
-    return fig
+    # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
+    return finding(fig, _(
+        "The key-value cache of one layer over four steps of generation. At step s only the new token x_s "
+        "enters the model; its key k_s (a red box, hatched, with a thick outline: computed this step) is "
+        "appended to the cached keys k_1 to k_(s-1) (grey boxes with a thin outline, read from the cache), "
+        "and its one query q_s is scored against all s keys, giving s scores. The values are cached the same "
+        "way. After step s the cache of a layer holds keys and values of shape (B, h, s, d) each; without it,"
+        " step s recomputes all s keys and s by s scores."))
 
 
 # --------------------------------------------------------------------------------------

@@ -766,7 +766,10 @@ def plot_receptive_field(size: int = 16, window: int = 4, layers=(1, 2, 3)):
     axes[0].set_ylabel(_("query position"), fontsize=SMALLEST)
     fig.suptitle(_("sliding window W = {W}: what the last position can see grows by W - 1 per layer", W=window),
                  fontsize=LABEL)
-    return fig
+    seen = [int(receptive_field(size, window, L)[-1].sum()) for L in layers]
+    return finding(fig, _("Each panel is a band on and below the diagonal that widens with depth: the last position sees "
+                          "{seen} positions after {layers} layers, L × ({W} − 1) + 1 after L layers.",
+                          seen=", ".join(map(str, seen)), layers=", ".join(map(str, layers)), W=window))
 
 
 def describe_receptive_field(window: int = 4, depths=(1, 2, 3, 4), size: int = 64) -> str:

@@ -175,6 +175,18 @@ def _is_colorbar(ax) -> bool:
     return ax.get_label() == "<colorbar>"
 
 
+def plotted(fig) -> bool:
+    """Whether ``fig`` is a plot (a panel with axes that says something: a line, bars, a heat map,
+    a title), not a diagram drawn on a canvas without axes (whose page writes its alt text)."""
+    return any(_axes(ax, lambda s: s) for ax in fig.axes if ax.get_visible() and not _is_colorbar(ax) and ax.axison)
+
+
+def missing_finding(fig) -> bool:
+    """Whether ``fig`` is a plot without the finding its page draws from it (:func:`finding`):
+    its alt text would say what it draws but not what it shows."""
+    return plotted(fig) and not getattr(fig, FINDING, None)
+
+
 def alt_text(fig, words: Callable[[str], str] = lambda s: s, finding_text: str | None = None) -> str:
     """What ``fig`` shows, in sentences, in the language of ``words`` (a message id of this
     module to its translation): the figure's title, each panel, then its finding (the figure's

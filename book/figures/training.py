@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from figures.describe import finding
 from figures.i18n import N_, _
 
 #: The environment variable naming the folder where a build of the book keeps its training runs
@@ -76,6 +77,34 @@ def describe_run(history: dict, accuracy: float, count: int) -> str:
              wall=history["seconds"], device=history["device"], accuracy=accuracy, count=count)
 
 
+def loss_fall(history: dict, window: int = 25) -> tuple[float, float]:
+    """The means of the training loss over its first and its last ``window`` steps (what
+    :func:`describe_loss` prints and :func:`plot_loss`'s finding says)."""
+    loss = np.asarray(history["loss"], dtype=float)
+    if len(loss) < 2 * window:
+        raise ValueError(f"{len(loss)} steps are too few to compare two windows of {window}")
+    return float(loss[:window].mean()), float(loss[-window:].mean())
+
+
+def plot_loss(history: dict, title: str | None = None, window: int = 25):
+    """``attention_course.seq2seq.plot_loss``'s figure of ``history``, with the finding the pages
+    draw from it (:func:`describe_loss`'s numbers): how far the training loss fell, and where
+    the validation loss began and ended."""
+    from attention_course.seq2seq import plot_loss as plot
+
+    fig = plot(history, title=title)
+    start, end = loss_fall(history, window)
+    valid = history.get("valid_loss") or []
+    if valid:
+        return finding(fig, _("The training loss falls from {start:.3g} (mean of the first {window} steps) to {end:.3g} "
+                              "(mean of the last {window}), {orders:.1f} orders of magnitude; the validation loss "
+                              "from {first:.3g} at the first evaluation to {last:.3g} at the last.", start=start,
+                              end=end, window=window, orders=math.log10(start / end), first=valid[0], last=valid[-1]))
+    return finding(fig, _("The training loss falls from {start:.3g} (mean of the first {window} steps) to {end:.3g} "
+                          "(mean of the last {window}), {orders:.1f} orders of magnitude.", start=start, end=end,
+                          window=window, orders=math.log10(start / end)))
+
+
 def describe_loss(history: dict, window: int = 25, last: int | None = None) -> str:
     """How far the training loss fell (orders of magnitude, between the means of its first and
     last ``window`` steps), and, when ``last`` is given, how much of that fall came in the last
@@ -85,9 +114,7 @@ def describe_loss(history: dict, window: int = 25, last: int | None = None) -> s
     ``valid_loss`` per evaluation when there was one.
     """
     loss = np.asarray(history["loss"], dtype=float)
-    if len(loss) < 2 * window:
-        raise ValueError(f"{len(loss)} steps are too few to compare two windows of {window}")
-    start, end = loss[:window].mean(), loss[-window:].mean()
+    start, end = loss_fall(history, window)
     lines = [_("training loss: {start:.3g} (mean of the first {window} steps) to {end:.3g} (last {window}), "
                "{orders:.1f} orders of magnitude", start=start, window=window, end=end, orders=math.log10(start / end))]
     if last is not None:
