@@ -131,10 +131,19 @@ class Translator:
             return english
         if depth < 5:  # a value that is a message, or holds some (a list of words joined), is translated
             values = {name: (self.message(v, depth + 1) if v in self.messages and v != english
-                             else self.printout(v, align=False, depth=depth + 1)) if isinstance(v, str) else v
+                             else self._listing(v, depth + 1)
+                             or self.printout(v, align=False, depth=depth + 1)) if isinstance(v, str) else v
                       for name, v in values.items()}
         self._done[english] = self.catalog[msgid].format(**values)
         return self._done[english]
+
+    def _listing(self, value: str, depth: int) -> str | None:
+        """A value that is a list of messages joined by ", " (``", ".join(_(...) for ...)``), each
+        translated and joined the catalog's way (", " is "、" in Chinese); None for any other value."""
+        items = value.split(", ")
+        if len(items) < 2 or not all(item in self.messages for item in items):
+            return None
+        return self.catalog.get(", ", ", ").join(self.message(item, depth) for item in items)
 
     def text(self, text: str) -> str:
         """A whole text of a figure: a recorded message, or a message id of the catalog (with no

@@ -608,12 +608,13 @@ def describe_self_attention(translated: dict) -> str:
     weighing the year more than evenly spread weights would.
     """
     facts = self_attention_facts(translated)
-    kinds = facts["kinds"]
+    # a list of messages, which the Chinese build joins with 、
+    keys = ", ".join(_("{kind} {count}", kind=kind, count=count) for kind, count in facts["kinds"].most_common())
     return "\n".join([
         _("decoder self-attention, largest weight above the diagonal: {above:.1g}", above=facts["above"]),
         "  " + _("strongest key at the same place in all {n} dates:", n=facts["dates"]),
         "    " + _("{same} of {pairs} (head, step) pairs, step 0 left out", same=facts["same"], pairs=facts["pairs"]),
-        "  " + _("strongest keys: {keys}", keys=", ".join(f"{kind} {count}" for kind, count in kinds.most_common())),
+        "  " + _("strongest keys: {keys}", keys=keys),
         "  " + _("spread of the rows (0 one-hot, 1 even): {spread:.2f}", spread=facts["decoder_spread"]),
         _("encoder self-attention, spread of the rows: {spread:.2f}", spread=facts["encoder_spread"]),
         "  " + _("year characters' weight on the year: {share:.0%} (evenly spread: {even:.0%})",

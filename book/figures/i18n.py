@@ -56,7 +56,8 @@ def padded(text: str, width: int, align: str = "<") -> str:
     translation of ``text`` to the same width on screen (a Chinese character takes two columns)
     and the table's columns stay aligned."""
     cell = f"{text:{align}{width}}"
-    if _hooked and cell != text:
+    # recorded even when the English fills the width exactly: its translation may not
+    if _hooked:
         _cells[cell] = (text, width, align)
     return cell
 
