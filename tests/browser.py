@@ -84,6 +84,23 @@ def _is_remote(url: str) -> bool:
     return parts.hostname not in ("127.0.0.1", "localhost")
 
 
+def _read_netlog(text: str) -> dict:
+    """Chromium's network log, read even when Chromium stopped writing it midway: the log is one
+    event per line after its constants, and the file may end without its closing brackets, or in
+    the middle of an event, which is then left out."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    lines = text.rstrip().splitlines()
+    for end in range(len(lines), 0, -1):
+        try:
+            return json.loads("\n".join(lines[:end]).rstrip().rstrip(",") + "]}")
+        except json.JSONDecodeError:
+            continue
+    raise ValueError(f"Chromium's network log cannot be read: {text[:200]!r}")
+
+
 def _page_requests(netlog: Path, origin: str) -> list[str]:
     """The URLs requested on behalf of pages served from ``origin``.
 
@@ -92,12 +109,7 @@ def _page_requests(netlog: Path, origin: str) -> list[str]:
     origin. A page's requests (scripts, style sheets, fonts, images, fetch/XHR) carry
     the page's site in their network isolation key, or the page as their initiator.
     """
-    try:
-        data = json.loads(netlog.read_text(errors="replace"))
-    except json.JSONDecodeError:
-        # Chromium may leave the file without its closing brackets when killed.
-        text = netlog.read_text(errors="replace").rstrip().rstrip(",")
-        data = json.loads(text + "]}")
+    data = _read_netlog(netlog.read_text(errors="replace"))
     start = data["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
     site = origin.rsplit(":", 1)[0]  # http://127.0.0.1
     urls = []

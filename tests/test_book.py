@@ -657,6 +657,17 @@ def leaks(root: Path, lines: dict[str, str]) -> list[str]:
     return found
 
 
+def test_a_network_log_cut_short_is_still_read():
+    whole = '{"constants": {"a": 1},\n"events": [\n{"type": 1, "params": {"url": "u1"}},\n{"type": 1, "params": {"url": "u2"}}\n]}'
+    assert [e["params"]["url"] for e in browser._read_netlog(whole)["events"]] == ["u1", "u2"]
+    cut_after = whole[:whole.index("{\"type\": 1, \"params\": {\"url\": \"u2")]
+    cut_inside = whole[:whole.index("u2")]
+    for text in (cut_after, cut_inside):  # Chromium stopped after an event, or in the middle of one
+        assert [e["params"]["url"] for e in browser._read_netlog(text)["events"]] == ["u1"]
+    with pytest.raises(ValueError, match="cannot be read"):
+        browser._read_netlog('{"constants": {"a"')
+
+
 def test_leak_scanner_sees_through_highlighted_code(tmp_path):
     from pygments import highlight
     from pygments.formatters import HtmlFormatter

@@ -204,8 +204,10 @@ def alt_text(fig, words: Callable[[str], str] = lambda s: s, finding_text: str |
     found = finding_text if finding_text is not None else getattr(fig, FINDING, None)
     if found:
         said.append(found)
-    # sentences apart by a space, except after a full-width stop (Chinese needs none)
-    return re.sub(r"(?<=[。；：）])\s+", "", " ".join(said))
+    # sentences apart by a space, except after a full-width stop (Chinese needs none); no space
+    # between two Chinese words, which a template's space around a value can leave ("从 带宽 h")
+    text = re.sub(r"(?<=[。；：）])\s+", "", " ".join(said))
+    return re.sub(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])", "", text)
 
 
 _NUMBERS = N_("The numbers of the heat map")
