@@ -243,3 +243,25 @@ def test_the_cjk_font_is_found_whatever_matplotlibs_font_list_says(monkeypatch):
                        match=r"WenQuanYi Micro Hei.*is not installed: `make book` installs it .*fonts-wqy-microhei"):
         translated_outputs.require_cjk_fonts.__wrapped__()
     manager._findfont_cached.cache_clear()
+
+
+def test_a_heat_maps_table_shows_what_its_cells_say():
+    """The numbers under a heat map are what the picture writes in its cells (a mask's −∞), not
+    the colour values behind them; a map without a text in every cell gives its values."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (written, bare) = plt.subplots(1, 2)
+    for ax in (written, bare):
+        ax.imshow([[1.0, 0.0], [1.0, 1.0]])
+    for i in range(2):
+        for j in range(2):
+            written.text(j, i, "0" if j <= i else "−∞")
+    tables = describe.heat_map_tables(fig)
+    plt.close(fig)
+    assert tables.count("<table") == 2
+    first, second = tables.split("</table>")[:2]
+    assert re.findall(r"<td>([^<]*)</td>", first) == ["", "0", "−∞", "0", "0"]
+    assert re.findall(r"<td>([^<]*)</td>", second) == ["", "1.00", "0.00", "1.00", "1.00"]

@@ -105,7 +105,8 @@ def plot_causal_mask(tokens=NOTES_TARGET[:-1], d_model: int = 8, seed: int = 0):
     example = causal_attention_example(tokens, d_model, seed)
     mask, weights, labels = example["mask"].numpy(), example["weights"].numpy(), example["tokens"]
     T = len(labels)
-    fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.9))
+    # one query axis for the three panels: labelled once, and each panel's table names its rows
+    fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.9), sharey=True)
     panels = [
         (mask.astype(float), "Greens", lambda i, j: "True" if mask[i, j] else "False",
          _("causal_mask({T}): True = may attend", T=T)),

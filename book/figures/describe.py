@@ -216,6 +216,20 @@ _ROWS_COLUMNS = N_("rows: {rows}; columns: {columns}")
 MAX_CELLS = 400
 
 
+def _cell_texts(ax, rows: int, cols: int) -> list[list[str]] | None:
+    """What a heat map writes in each of its cells (a mask's "True" or "−∞", the weights rounded),
+    row by row, when it writes one text in every cell: the table then shows what the picture
+    shows, not the colour values behind it; None otherwise."""
+    cells = {}
+    for t in ax.texts:
+        x, y = t.get_position()
+        if t.get_visible() and float(x).is_integer() and float(y).is_integer():
+            cells[int(y), int(x)] = plain(t.get_text())
+    if set(cells) != {(r, c) for r in range(rows) for c in range(cols)}:
+        return None
+    return [[cells[r, c] for c in range(cols)] for r in range(rows)]
+
+
 def heat_map_tables(fig, words: Callable[[str], str] = lambda s: s) -> str:
     """The numbers of each small heat map of ``fig`` (up to :data:`MAX_CELLS` cells) as HTML
     tables, one per panel, inside one ``<details>`` element; "" when there is none."""
@@ -234,9 +248,11 @@ def heat_map_tables(fig, words: Callable[[str], str] = lambda s: s) -> str:
             caption = " — ".join(filter(None, [plain(ax.get_title()), words(_ROWS_COLUMNS).format(
                 rows=_axis_label(ax, "y") or "—", columns=_axis_label(ax, "x") or "—")]))
             head = "".join(f'<th scope="col">{html.escape(c)}</th>' for c in col_names)
+            written = _cell_texts(ax, rows, cols)
             body = "".join(
                 f'<tr><th scope="row">{html.escape(row_names[r])}</th>'
-                + "".join(f"<td>{data[r, c]:.2f}</td>" for c in range(cols)) + "</tr>"
+                + "".join(f"<td>{html.escape(written[r][c]) if written else f'{data[r, c]:.2f}'}</td>"
+                          for c in range(cols)) + "</tr>"
                 for r in range(rows))
             tables.append(f'<table class="heat-map-numbers"><caption>{html.escape(caption)}</caption>'
                           f"<tr><td></td>{head}</tr>{body}</table>")
