@@ -351,10 +351,10 @@ _GUARDED: dict[str, tuple[frozenset, set]] = {}
 def sentence(name: str, entry: str, how: str, via: str | None = None) -> str:
     """The one sentence a learner reads when exercise ``name`` used ``entry`` (its computation
     reached as ``via``, when ``how`` is "reaches")."""
-    words = {"private": gettext("{name} calls {via}, one of PyTorch's private entry points (torch.ops, torch._C and the "
-                                "names that start with an underscore), which no exercise may call: write {name} with "
-                                "your own code and PyTorch's public functions; an exercise that calls one earns no "
-                                "points."),
+    words = {"private": gettext("{name} calls {via}, one of PyTorch's private entry points (torch.ops, torch._C and "
+                                "any of PyTorch's names that start with an underscore), which no exercise may call: "
+                                "write {name} with your own code and PyTorch's public functions; an exercise that "
+                                "calls one earns no points."),
              "reaches": gettext("{name} runs {via}, PyTorch's own computation of {entry}, which does this exercise's "
                                 "whole job whatever route calls it (a method of a tensor, torch.special, torch.ops, a "
                                 "fused kernel): write {name} with your own code (its docstring says which calls are "

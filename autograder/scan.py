@@ -412,9 +412,10 @@ def exercise_of_test(test_id: str, exercises) -> str | None:
 
 
 # the one sentence a test of an exercise fails with when the exercise reached PyTorch's private entry points
-PRIVATE_VERDICT = N_("{exercise} calls {entry}, one of PyTorch's private entry points (torch.ops, torch._C and the "
-                     "names that start with an underscore), which no exercise may call: an exercise that calls one "
-                     "earns no points; write {exercise} with your own code and PyTorch's public functions.")
+PRIVATE_VERDICT = N_("{exercise} calls {entry}, one of PyTorch's private entry points (torch.ops, torch._C and "
+                     "any of PyTorch's names that start with an underscore), which no exercise may call: an exercise "
+                     "that calls one earns no points; write {exercise} with your own code and PyTorch's public "
+                     "functions.")
 
 # the one sentence a test of an exercise fails with when the exercise reached a forbidden entry
 VERDICT = N_("{exercise} calls {entry}, which does this exercise's whole job and which its docstring forbids: "
