@@ -67,10 +67,12 @@ export IPYTHONDIR := $(CURDIR)/_build/.ipython
 export JUPYTER_PREFER_ENV_PATH := 1
 
 # The pages' executions are cached by the code of the page alone (jupyter-cache), so a change of the
-# code they import (the course package, the figure code) or of the pinned packages empties the cache.
+# code they import (the course package, the figure code) or of the pinned packages empties the cache,
+# and Sphinx's environments of both editions (.doctrees, zh_CN/), which keep an unchanged page as it
+# was read, outputs included: without them every page is read and executed again.
 BOOK_CODE := $(shell find attention_course book/figures -name '*.py' 2>/dev/null) requirements.txt
 _build/.jupyter_cache.code: $(BOOK_CODE)
-	rm -rf _build/.jupyter_cache
+	rm -rf _build/.jupyter_cache _build/.doctrees _build/zh_CN
 	mkdir -p _build && touch $@
 
 # The HTML book in _build/html, warnings as errors, with each chapter's package (a wheel)

@@ -31,13 +31,14 @@ def test_each_command_installs_the_debian_packages_it_needs_and_no_other():
 
 def test_the_book_executes_its_pages_again_when_the_code_they_import_changes():
     """jupyter-cache keys a page's execution by the page's own code: a changed figure or course
-    package would be shown with the old outputs. make book empties the cache when one changed."""
+    package would be shown with the old outputs. make book empties the cache when one changed, and
+    Sphinx's environments, which would otherwise keep an unchanged page's old outputs."""
     database = subprocess.run(["make", "-n", "-p", "book"], cwd=nbt.ROOT, capture_output=True, text=True).stdout
     rule = next(line for line in database.splitlines() if line.startswith("_build/.jupyter_cache.code:"))
     code = sorted(str(p.relative_to(nbt.ROOT)) for folder in ("attention_course", "book/figures")
                   for p in (nbt.ROOT / folder).rglob("*.py"))
     assert set(code + ["requirements.txt"]) <= set(rule.split(":", 1)[1].split()), rule
-    assert "rm -rf _build/.jupyter_cache" in _dry_run("-W", "book/figures/ch01.py", "book")
+    assert "rm -rf _build/.jupyter_cache _build/.doctrees _build/zh_CN" in _dry_run("-W", "book/figures/ch01.py", "book")
 
 
 def test_nothing_under_home_decides_what_the_book_draws():
