@@ -138,12 +138,13 @@ class Translator:
         return self._done[english]
 
     def _listing(self, value: str, depth: int) -> str | None:
-        """A value that is a list of messages joined by ", " (``", ".join(_(...) for ...)``), each
-        translated and joined the catalog's way (", " is "、" in Chinese); None for any other value."""
-        items = value.split(", ")
-        if len(items) < 2 or not all(item in self.messages for item in items):
-            return None
-        return self.catalog.get(", ", ", ").join(self.message(item, depth) for item in items)
+        """A value that is a list of messages joined by ", " or "; " (``"; ".join(_(...) for ...)``),
+        each translated and joined the catalog's way (、 and ； in Chinese); None for any other value."""
+        for separator in (", ", "; "):
+            items = value.split(separator)
+            if len(items) > 1 and all(item in self.messages for item in items):
+                return self.catalog.get(separator, separator).join(self.message(item, depth) for item in items)
+        return None
 
     def text(self, text: str) -> str:
         """A whole text of a figure: a recorded message, or a message id of the catalog (with no

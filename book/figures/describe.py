@@ -36,8 +36,10 @@ _ROW_PEAKS_NAMED = N_("The largest value of each row (row: column): {pairs}.")
 _DIAGONAL = N_("The largest value of each row lies on average {d} columns from the diagonal.")
 _TEXTS = N_("Written on it: {texts}.")
 _SERIES = N_("series {i}")
-#: how figures.i18n joins a list of words (the translation: "、")
+#: how a list of words is joined (the translation: "、"), here and in the Chinese build's printouts
 _LIST = N_(", ")
+#: how a list of clauses is joined (the translation: "；"), in the Chinese build's printouts
+_CLAUSES = N_("; ")
 
 _MATH = [(r"\sqrt", "√"), (r"\cdot", "·"), (r"\top", "ᵀ"), (r"\times", "×"), (r"\ell", "ℓ"), (r"\alpha", "α"),
          (r"\log", "log"), (r"\exp", "exp"), (r"\mathbf", ""), (r"\mathrm", ""), (r"\,", " "), (r"\!", "")]
@@ -49,7 +51,9 @@ def plain(text: str) -> str:
         for tex, char in _MATH:
             text = text.replace(tex, char)
         text = re.sub(r"[${}\\]", "", text)
-    return re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"\s+", " ", text).strip()
+    # a line break before or after full-width punctuation is no space ("编码\n（第 0 位…）")
+    return re.sub(r" (?=[（），。；：、])|(?<=[（），。；：、]) ", "", text)
 
 
 def number(x: float) -> str:
