@@ -42,6 +42,9 @@ import browser
 pytestmark = pytest.mark.xdist_group("book")
 
 REPO = Path(__file__).resolve().parent.parent
+BOOK_EXT = str(REPO / "book" / "_ext")  # the book's extensions, imported by the tests of what they make
+if BOOK_EXT not in sys.path:
+    sys.path.insert(0, BOOK_EXT)
 HTML_SUFFIXES = {".html"}
 TEXT_SUFFIXES = {".html", ".ipynb", ".txt", ".js", ".md", ".json", ".py", ".css", ".map", ".xml", ".inv"}
 PRIVATE = ("solutions", "autograder", "tests")
@@ -842,7 +845,6 @@ _LABELS = re.compile(r'\s(?:title|aria-label|data-bs-title|placeholder)="([^"]*)
 def test_chinese_pages_label_their_controls_in_chinese(html):
     """The buttons, landmarks and links of a Chinese page are named in Chinese: the theme's own
     labels too (book/_ext/course_theme.py), which its templates write in English."""
-    sys.path.insert(0, str(REPO / "book" / "_ext"))
     from translated_outputs import english_prose
 
     problems = []
@@ -853,7 +855,6 @@ def test_chinese_pages_label_their_controls_in_chinese(html):
 
 
 def test_theme_labels_are_translated_in_attributes_only():
-    sys.path.insert(0, str(REPO / "book" / "_ext"))
     from course_theme import translate_labels
 
     labels = {"Main": "全书目录", "Link to this heading": "链接到此标题"}
@@ -1175,7 +1176,6 @@ def test_every_page_meets_wcag_21_aa(reading):
 def test_every_figure_says_what_it_shows(reading):
     """Each picture of a page has a text alternative of its own: not empty, not a file name
     (Sphinx's default), not another figure's text on the same page."""
-    sys.path.insert(0, str(REPO / "book" / "_ext"))
     from translated_outputs import english_prose
 
     problems = []

@@ -140,7 +140,7 @@ class Translator:
     def _listing(self, value: str, depth: int) -> str | None:
         """A value that is a list of messages joined by ", " or "; " (``"; ".join(_(...) for ...)``),
         each translated and joined the catalog's way (、 and ； in Chinese); None for any other value."""
-        for separator in (", ", "; "):
+        for separator in (describe.LIST, describe.CLAUSES):
             items = value.split(separator)
             if len(items) > 1 and all(item in self.messages for item in items):
                 return self.catalog.get(separator, separator).join(self.message(item, depth) for item in items)

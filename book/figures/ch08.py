@@ -16,7 +16,6 @@ import math
 import time
 
 import torch
-from matplotlib.patches import FancyBboxPatch
 from torch import nn
 
 from attention_course.prompts import SEP, PromptTask, complete_prompts, train_prompt_model
@@ -578,6 +577,9 @@ def draw_decoder_only():
         "layer: they are one (V, D) matrix, weight tying."))
 
 
+_NEW_KEY = {"hatch": "//", "linewidth": 2.4, "edgecolor": "#222222"}
+
+
 def draw_kv_cache(steps: int = 4):
     """Generation with a key-value cache, for the first ``steps`` steps: at step ``s`` only
     the new token goes through the model; its key and value are appended to the cache of
@@ -595,14 +597,9 @@ def draw_kv_cache(steps: int = 4):
         new = _box(ax, 1.05, y, 0.5, 0.36, f"x{s + 1}", "embed", size=SMALLEST)
         proj = _box(ax, 1.75, y, 0.55, 0.36, "W_qkv", "linear", size=SMALLEST)
         _arrow(ax, new["right"], proj["left"])
-        keys = [_box(ax, x_keys + j * cell, y, cell - 0.06, 0.36, f"k{j + 1}", "attention" if j == s else "data",
-                     size=SMALLEST) for j in range(s + 1)]
         # the new key told from the cached ones without its colour too (WCAG 1.4.1): hatched, a thick outline
-        x_new = keys[-1]["left"][0]
-        ax.add_patch(FancyBboxPatch((x_new, y - 0.18), cell - 0.06, 0.36, boxstyle="round,pad=0.02,rounding_size=0.08",
-                                    facecolor="none", edgecolor="#222222", linewidth=2.4, hatch="//"))
-        ax.text(keys[-1]["top"][0], y, f"k{s + 1}", ha="center", va="center", fontsize=SMALLEST,
-                bbox={"boxstyle": "square,pad=0.1", "facecolor": "#f9d5d3", "edgecolor": "none"})
+        keys = [_box(ax, x_keys + j * cell, y, cell - 0.06, 0.36, f"k{j + 1}", "attention" if j == s else "data",
+                     size=SMALLEST, **(_NEW_KEY if j == s else {})) for j in range(s + 1)]
         # the new key goes over the cached ones into the last slot
         top = y + 0.33
         ax.plot([proj["top"][0], proj["top"][0], keys[-1]["top"][0]], [proj["top"][1], top, top],
@@ -619,12 +616,12 @@ def draw_kv_cache(steps: int = 4):
             ha="left", va="center", fontsize=SMALLEST)
     # its text alternative (the page's picture says nothing else): the reader's language, from figures.po
     return finding(fig, _(
-        "The key-value cache of one layer over four steps of generation. At step s only the new token x_s "
+        "The key-value cache of one layer over {steps} steps of generation. At step s only the new token x_s "
         "enters the model; its key k_s (a red box, hatched, with a thick outline: computed this step) is "
         "appended to the cached keys k_1 to k_(s-1) (grey boxes with a thin outline, read from the cache), "
         "and its one query q_s is scored against all s keys, giving s scores. The values are cached the same "
         "way. After step s the cache of a layer holds keys and values of shape (B, h, s, d) each; without it,"
-        " step s recomputes all s keys and s by s scores."))
+        " step s recomputes all s keys and s by s scores.", steps=steps))
 
 
 # --------------------------------------------------------------------------------------

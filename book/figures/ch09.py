@@ -894,6 +894,12 @@ _SKIPPED, _FULL, _DIAGONAL, _NOW = "#ffffff", "#d9e4f5", "#fde9c9", "#f4a6a0"
 _TILE_STYLE = {_SKIPPED: {}, _FULL: {}, _DIAGONAL: {"hatch": "//"}, _NOW: {"linewidth": 3.0, "edgecolor": "#000000"}}
 
 
+def _tile(xy, size: float, colour: str) -> Rectangle:
+    """A tile of :func:`draw_tiled_loop`'s grid or legend, in its kind's colour and style."""
+    return Rectangle(xy, size, size, **{"facecolor": colour, "edgecolor": "#444444", "linewidth": 1.0,
+                                        **_TILE_STYLE[colour]})
+
+
 def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     """The tiled, causal forward pass (FlashAttention-2's loop order) on a ``blocks x blocks``
     grid of score tiles: each tile's number is its turn; tiles above the diagonal are skipped;
@@ -903,7 +909,7 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     cell, x0, y_top = 0.62, 0.75, 4.55
     ax.text(0.05, 5.35, _("tiled causal attention: outer loop over query blocks, inner over key blocks"),
             ha="left", va="center", fontsize=LABEL, weight="bold")
-    turn = 0
+    turn = now_turn = 0
     for i in range(blocks):
         ax.text(x0 - 0.1, y_top - (i + 0.5) * cell, f"Q{i + 1}", ha="right", va="center", fontsize=SMALLEST)
         for j in range(blocks):
@@ -913,8 +919,8 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
             else:
                 turn += 1
                 colour, label = (_NOW if (i, j) == now else _DIAGONAL if i == j else _FULL), str(turn)
-            ax.add_patch(Rectangle((x, y), cell, cell, **{"facecolor": colour, "edgecolor": "#444444",
-                                                          "linewidth": 1.0, **_TILE_STYLE[colour]}))
+                now_turn = turn if (i, j) == now else now_turn
+            ax.add_patch(_tile((x, y), cell, colour))
             ax.text(x + cell / 2, y + cell / 2, label, ha="center", va="center",
                     fontsize=SMALLEST, color="#888888" if j > i else "#222222")
     for j in range(blocks):
@@ -923,8 +929,7 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
     legend = [(_FULL, _("computed, no mask")), (_DIAGONAL, _("diagonal: mask inside")), (_NOW, _("in fast memory now"))]
     for k, (colour, text) in enumerate(legend):
         y = grid_bottom - 0.35 - 0.32 * k
-        ax.add_patch(Rectangle((x0, y - 0.1), 0.2, 0.2, **{"facecolor": colour, "edgecolor": "#444444",
-                                                            **_TILE_STYLE[colour]}))
+        ax.add_patch(_tile((x0, y - 0.1), 0.2, colour))
         ax.text(x0 + 0.3, y, text, ha="left", va="center", fontsize=SMALLEST)
     ax.text(x0, grid_bottom - 0.35 - 0.32 * len(legend), _("skip: every key is in the future"),
             ha="left", va="center", fontsize=SMALLEST)
@@ -962,7 +967,7 @@ def draw_tiled_loop(blocks: int = 4, now: tuple[int, int] = (2, 1)):
         "of shape (b_q, b_k), the running max m and sum l (b_q) and the output of Q{q} so far (b_q, d). Q{q} is "
         "loaded once, K{k} and V{k} stream in; O{q} and its lse go back to slow memory at the end of the row. The "
         "(T, T) matrix never exists.",
-        n=blocks, turns=blocks * (blocks + 1) // 2, now=now[0] * (now[0] + 1) // 2 + now[1] + 1, q=qi, k=kj))
+        n=blocks, turns=turn, now=now_turn, q=qi, k=kj))
 
 
 def draw_grouped_heads(num_heads: int = 8, groups=(8, 2, 1)):

@@ -37,9 +37,9 @@ _DIAGONAL = N_("The largest value of each row lies on average {d} columns from t
 _TEXTS = N_("Written on it: {texts}.")
 _SERIES = N_("series {i}")
 #: how a list of words is joined (the translation: "、"), here and in the Chinese build's printouts
-_LIST = N_(", ")
+LIST = N_(", ")
 #: how a list of clauses is joined (the translation: "；"), in the Chinese build's printouts
-_CLAUSES = N_("; ")
+CLAUSES = N_("; ")
 
 _MATH = [(r"\sqrt", "√"), (r"\cdot", "·"), (r"\top", "ᵀ"), (r"\times", "×"), (r"\ell", "ℓ"), (r"\alpha", "α"),
          (r"\log", "log"), (r"\exp", "exp"), (r"\mathbf", ""), (r"\mathrm", ""), (r"\,", " "), (r"\!", "")]
@@ -162,16 +162,16 @@ def _axes(ax, words: Callable[[str], str]) -> list[str]:
         peaks = np.nanargmax(np.where(np.isnan(data), -np.inf, data), axis=1)
         row_names, col_names = _tick_names(ax, "y", rows), _tick_names(ax, "x", cols)
         if rows <= 32 and row_names and col_names:
-            pairs = words(_LIST).join(f"{row_names[r]}: {col_names[c]}" for r, c in enumerate(peaks))
+            pairs = words(LIST).join(f"{row_names[r]}: {col_names[c]}" for r, c in enumerate(peaks))
             said.append(words(_ROW_PEAKS_NAMED).format(pairs=pairs))
         elif rows <= 12:
-            said.append(words(_ROW_PEAKS).format(columns=words(_LIST).join(str(p + 1) for p in peaks)))
+            said.append(words(_ROW_PEAKS).format(columns=words(LIST).join(str(p + 1) for p in peaks)))
         elif rows == cols:
             diagonal = np.arange(rows)
             said.append(words(_DIAGONAL).format(d=number(np.mean(np.abs(peaks - diagonal)))))
     texts = [plain(t.get_text()) for t in ax.texts if t.get_visible() and plain(t.get_text())]
     if texts:
-        said.append(words(_TEXTS).format(texts=words(_LIST).join(dict.fromkeys(texts))))
+        said.append(words(_TEXTS).format(texts=words(LIST).join(dict.fromkeys(texts))))
     return said
 
 
@@ -181,7 +181,7 @@ def _is_colorbar(ax) -> bool:
 
 def plotted(fig) -> bool:
     """Whether ``fig`` is a plot (a panel with axes that says something: a line, bars, a heat map,
-    a title), not a diagram drawn on a canvas without axes (whose page writes its alt text)."""
+    a title), not a diagram drawn on a canvas without axes (whose finding is its whole description)."""
     return any(_axes(ax, lambda s: s) for ax in fig.axes if ax.get_visible() and not _is_colorbar(ax) and ax.axison)
 
 

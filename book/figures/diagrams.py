@@ -57,13 +57,14 @@ def _canvas(width: float, height: float):
 
 
 def _box(ax, x: float, y: float, w: float, h: float, text: str, role: str = "data",
-         size: float = LABEL) -> dict:
-    """A rounded box centred on ``(x, y)``; returns its anchor points (top, bottom, left, right)."""
-    ax.add_patch(FancyBboxPatch(
-        (x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
-        facecolor=COLOURS[role], edgecolor="#444444", linewidth=1.0,
-    ))
-    ax.text(x, y, text, ha="center", va="center", fontsize=size)
+         size: float = LABEL, **style) -> dict:
+    """A rounded box centred on ``(x, y)``; returns its anchor points (top, bottom, left, right).
+    ``style`` overrides the patch's (``linewidth``, ``edgecolor``, ``hatch``); a hatched box's text
+    sits on its fill colour, so that the hatching does not cross it."""
+    style = {"facecolor": COLOURS[role], "edgecolor": "#444444", "linewidth": 1.0, **style}
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.08", **style))
+    backing = {"boxstyle": "square,pad=0.1", "facecolor": style["facecolor"], "edgecolor": "none"}
+    ax.text(x, y, text, ha="center", va="center", fontsize=size, bbox=backing if style.get("hatch") else None)
     return {"top": (x, y + h / 2), "bottom": (x, y - h / 2), "left": (x - w / 2, y),
             "right": (x + w / 2, y)}
 
