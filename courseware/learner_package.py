@@ -62,6 +62,7 @@ def _metadata(assignment: str) -> str:
         f"Version: {wheel_version(assignment)}",
         f"Summary: {project['description']} (for {assignment}: the chapters before it only)",
         f"Requires-Python: {project['requires-python']}",
+        f"License: {project['license']}",
     ]
     lines += [f"Requires-Dist: {dep}" for dep in project["dependencies"]]
     return "\n".join(lines) + "\n"
@@ -78,6 +79,8 @@ def write_wheel(package: Path, assignment: str, dest_dir: Path) -> Path:
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             entries.append((path.relative_to(package.parent).as_posix(), path.read_bytes()))
     entries.append((f"{dist_info}/METADATA", _metadata(assignment).encode()))
+    for licence in _project()["license-files"]:  # where bdist_wheel puts them, beside METADATA
+        entries.append((f"{dist_info}/{licence}", (course.REPO / licence).read_bytes()))
     wheel_meta = "Wheel-Version: 1.0\nGenerator: courseware.learner_package\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     entries.append((f"{dist_info}/WHEEL", wheel_meta.encode()))
     record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in entries)

@@ -58,8 +58,10 @@ def test_each_wheel_is_its_chapters_package(wheels):
             dist_info = f"attention_course-{learner_package.wheel_version(assignment)}.dist-info"
             metadata = archive.read(f"{dist_info}/METADATA").decode()
             record = archive.read(f"{dist_info}/RECORD").decode()
+            licence = archive.read(f"{dist_info}/LICENSE")
         assert "attention_course/__init__.py" in names
         assert f"Version: {learner_package.wheel_version(assignment)}" in metadata
+        assert "License: MIT" in metadata and licence == (nbt.ROOT / "LICENSE").read_bytes(), f"{wheel.name}: its licence"
         for dep in ("numpy", "torch", "matplotlib", "tqdm"):
             assert f"Requires-Dist: {dep}" in metadata, f"{wheel.name} does not require {dep}"
         assert sorted(line.split(",")[0] for line in record.splitlines()) == sorted(names)
