@@ -26,7 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from autograder.course import REPO
+from layout import REPO
 
 LOCALE = REPO / "locale"
 PACKAGE_DOMAIN = "messages"

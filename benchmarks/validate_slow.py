@@ -38,7 +38,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import course
+import layout
+from layout import regions
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_TIMEOUT_S = 30  # nbgrader.preprocessors.Execute.timeout's default
@@ -59,8 +60,7 @@ def filled(assignment: str) -> nbformat.NotebookNode:
     answers = {}
     for cell in nbformat.read(source, as_version=4).cells:
         if _solution_cell(cell):
-            lines = [ln for ln in cell.source.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
-            answers[cell.metadata["nbgrader"]["grade_id"]] = "\n".join(lines)
+            answers[cell.metadata["nbgrader"]["grade_id"]] = regions.unmarked(cell.source, regions.SOLUTION)
     nb = copy.deepcopy(nbformat.read(ROOT / "notebooks" / assignment / source.name, as_version=4))
     for cell in nb.cells:
         if _solution_cell(cell):
@@ -155,7 +155,7 @@ def _children_cpu() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.validate_slow", description=__doc__.split("\n\n")[0])
-    assignments = course.assignments()
+    assignments = layout.assignments()
     parser.add_argument("--chapters", nargs="+", choices=assignments, default=assignments, metavar="ASSIGNMENT")
     parser.add_argument("--verbose", action="store_true", help="print nbgrader's whole output")
     args = parser.parse_args(argv)

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from autograder.course import REPO
+from layout import REPO
 
 SOURCE_LANGUAGE = "en"
 #: language of an edition -> its folder inside the English edition's ``_build/html`` ("" = the root)
