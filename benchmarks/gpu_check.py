@@ -268,6 +268,7 @@ def step_tests(step: Step, device: str, deadline: float) -> None:
 
     from attention_course.device import best_device, devices_to_test
     import layout
+    from layout import regions
 
     devices = [str(d) for d in devices_to_test()]
     step.say(f"devices_to_test() = {devices}, best_device() = {best_device()}")
@@ -278,7 +279,7 @@ def step_tests(step: Step, device: str, deadline: float) -> None:
             step.fail(f"out of time before {assignment}")
             return
         (path,) = layout.source_notebooks(assignment)
-        hidden = sum("### BEGIN HIDDEN TESTS" in "".join(c["source"]) for c in _cells(path))
+        hidden = sum(bool(regions.lines("".join(c["source"]), regions.HIDDEN_TESTS)) for c in _cells(path))
         allocations = _cuda_allocations()
         start = time.perf_counter()
         tests, others = run_notebook(path)

@@ -37,7 +37,7 @@ from courseware.translatable import (Piece, TranslationError, check_code, code_p
                                      words)
 
 LANGUAGE = "zh_CN"
-LOCALE = layout.REPO / "locale"
+LOCALE = layout.LOCALE
 COMMON = "common"
 STUB_LOCATION = "layout/regions.py#CODE_STUB"
 INSTALL_LOCATION = "courseware/learner_package.py#install"

@@ -1,4 +1,4 @@
-"""The course's layout, the ground floor every other room reads: where the solutions, notebooks and course package are, the assignments, a chapter's number; layout.regions: a cell's solution and hidden-test regions.
+"""The course's layout, the ground floor every other room reads: where the solutions, notebooks, course package and catalogs are, the assignments, a chapter's number; layout.regions: a cell's solution and hidden-test regions.
 Read by the grader, the courseware, the benchmarks and the tests alike; nothing of grading or releasing is here.
 May import: layout and the standard library; nothing else (never autograder, courseware, benchmarks or attention_course).
 """
@@ -12,6 +12,7 @@ SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
 PACKAGE = REPO / "attention_course"
 REFERENCE = PACKAGE / "reference"
+LOCALE = REPO / "locale"  # the translations: locale/<language>/LC_MESSAGES/*.po
 
 
 def assignments() -> list[str]:

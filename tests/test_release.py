@@ -119,10 +119,12 @@ def _code_lines(text: str) -> list[str]:
 
 
 def _solution_windows(assignment: str) -> set[tuple[str, ...]]:
-    """Every run of WINDOW consecutive code lines of ``assignment``'s solution regions."""
+    """Every run of WINDOW consecutive code lines of the first solution region of ``assignment``'s
+    cells (a later region may repeat an earlier chapter's code, as GroupedQueryAttention's key-value
+    cache does chapter 8's, which a later chapter's package holds by right)."""
     windows = set()
     for cell in nbt.read(nbt.source_notebook(assignment)).cells:
-        for region in regions.contents(cell.source, regions.SOLUTION) if nbt.is_solution_cell(cell) else ():
+        for region in regions.contents(cell.source, regions.SOLUTION)[:1] if nbt.is_solution_cell(cell) else ():
             lines = _code_lines(region)
             windows.update(tuple(lines[i:i + WINDOW]) for i in range(len(lines) - WINDOW + 1))
     return windows
