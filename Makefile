@@ -108,7 +108,7 @@ PYBABEL_EXTRACT = $(BIN)/pybabel extract --no-default-keywords -k _ -k N_ --add-
 figures-catalog: $(STAMP)
 	mkdir -p _build
 	$(PYBABEL_EXTRACT) -o $(FIGURES_POT) book/figures
-	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --width=100
+	$(BIN)/pybabel update -i $(FIGURES_POT) -d locale -l zh_CN -D figures --ignore-obsolete --ignore-pot-creation-date --width=100
 
 # axe-core, the accessibility rules the browser tests run on every page (tests/a11y.py), from the
 # npm registry at the version package-lock.json pins.

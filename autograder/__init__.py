@@ -1,6 +1,6 @@
 """Grading: submissions in; grades, feedback pages and a summary out (`python -m autograder grade`).
 Each notebook is judged in a sandbox that mounts its chapter's package view (autograder.chapter_view).
-May import: autograder, third-party packages, attention_course.shortcuts (the sandboxed runner arms the kernel's trip-wires) and attention_course.i18n (messages in the submission's language); never courseware, benchmarks, the rest of attention_course (mounted, not imported).
+May import: autograder, layout, third-party packages, attention_course.shortcuts (the sandboxed runner arms the kernel's trip-wires) and attention_course.i18n (messages in the submission's language); never courseware, benchmarks, the rest of attention_course (mounted, not imported).
 """
 
 import sys

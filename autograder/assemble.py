@@ -16,7 +16,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from attention_course import i18n
-from autograder.course import CODE_STUB
+from layout.regions import CODE_STUB
 
 if TYPE_CHECKING:  # nbformat is imported where it is used: the judge, which imports this
     import nbformat  # module at every start, would pay about 2 CPU-seconds for it (jsonschema)

@@ -26,9 +26,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from autograder.course import REPO
+from layout import LOCALE
 
-LOCALE = REPO / "locale"
 PACKAGE_DOMAIN = "messages"
 GRADER_DOMAIN = "autograder"
 

@@ -20,18 +20,7 @@ import textwrap
 from pathlib import Path
 
 from autograder import catalogs
-from autograder.course import REPO
-
-PACKAGE = REPO / "attention_course"
-REFERENCE = PACKAGE / "reference"
-
-
-def chapter_of(assignment: str) -> str:
-    """``"ch04"`` for ``"ch04_multihead_attention"``."""
-    tag = assignment.split("_", 1)[0]
-    if not (tag.startswith("ch") and tag[2:].isdigit()):
-        raise ValueError(f"assignment {assignment!r} does not start with its chapter (chNN_...)")
-    return tag
+from layout import PACKAGE, REPO, chapter_of
 
 
 def N_(text: str) -> str:

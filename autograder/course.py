@@ -1,4 +1,4 @@
-"""Where the course's files are, and how nbgrader is run over them."""
+"""How nbgrader is run over the course's files (where they are: :mod:`layout`)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SOLUTIONS = REPO / "solutions"
-NOTEBOOKS = REPO / "notebooks"
+from layout import source_notebooks
+from layout.regions import CODE_STUB
+
 
 class GradingError(Exception):
     """A problem with the instructor's input, reported as one line."""
-
-
-def assignments() -> list[str]:
-    """The assignments, in course order: the folders of ``solutions/`` that hold a notebook."""
-    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-
-def source_notebooks(assignment: str) -> list[Path]:
-    return sorted((SOLUTIONS / assignment).glob("*.ipynb"))
-
-
-# What a learner sees in place of each solution region.
-CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("not written yet: replace this line with your code")'
 
 
 def write_config(root: Path, db_url: str, code_stub: str = CODE_STUB) -> None:

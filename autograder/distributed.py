@@ -48,6 +48,7 @@ from autograder import course, sandbox
 from autograder.entry import judge_and_finish
 from autograder.judging import Judged, Prepared, judged_from
 from autograder.judge import KERNEL_ONLY_TAG
+import layout
 
 GPU = "GPU"
 # tasks waiting on the scheduler per worker thread: enough to keep every worker busy while
@@ -59,7 +60,7 @@ MIN_QUEUE = 8
 @functools.cache
 def trains(assignment: str) -> bool:
     """Whether grading ``assignment`` trains a model (a cell tagged ``kernel-only``)."""
-    for path in course.source_notebooks(assignment):
+    for path in layout.source_notebooks(assignment):
         for cell in nbformat.read(path, as_version=4).cells:
             if KERNEL_ONLY_TAG in cell.get("metadata", {}).get("tags", []):
                 return True
@@ -84,7 +85,7 @@ def judge_on_worker(jobs: dict[str, dict], fingerprint: str, timed: bool) -> dic
     worker = get_worker().address
     if course_fingerprint() != fingerprint:
         return {"mismatch": f"worker {worker} runs a different version of the course's code "
-                            f"({course.REPO}) than the coordinator: check out the same commit on every machine"}
+                            f"({layout.REPO}) than the coordinator: check out the same commit on every machine"}
     sandbox.bwrap_path()  # a worker without bubblewrap fails the batch loudly, never a submission
     outputs: dict[str, dict | None] = {}
     with tempfile.TemporaryDirectory(prefix="attention-judge-") as tmp:

@@ -28,11 +28,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attention_course import i18n
 from autograder import catalogs
-from autograder.course import NOTEBOOKS
 from autograder.catalogs import N_
+from layout import NOTEBOOKS, regions
 
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
-HIDDEN_END = "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# " + N_("(hidden tests ran here at grading; their code is not shown)")
 # nbgrader's comment on a solution cell left as it was released
 NO_RESPONSE = N_("No response.")
@@ -40,16 +38,7 @@ NO_RESPONSE = N_("No response.")
 
 def visible_part(source: str, note: str = HIDDEN_NOTE) -> str:
     """``source`` with every hidden-test region replaced by one comment line, ``note``."""
-    lines, hidden = [], False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            hidden = True
-            lines.append(note)
-        elif HIDDEN_END in line:
-            hidden = False
-        elif not hidden:
-            lines.append(line)
-    return "\n".join(lines)
+    return regions.visible(source, regions.HIDDEN_TESTS, note)
 
 
 class HideHiddenTests(NbGraderPreprocessor):

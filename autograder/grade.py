@@ -48,6 +48,7 @@ from autograder.entry import judge_and_finish
 from autograder.judging import Judged, Prepared, Submission, judged_from
 from autograder.limits import Limits
 from autograder.stages import Stages
+import layout
 
 
 @dataclasses.dataclass
@@ -85,7 +86,7 @@ def find_submissions(folder: Path) -> list[Submission]:
         raise course.GradingError(f"submissions folder {folder} does not exist")
     if not folder.is_dir():
         raise course.GradingError(f"submissions path {folder} is not a folder")
-    known = course.assignments()
+    known = layout.assignments()
     found = []
     for student in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for assignment in sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith(".")):
@@ -125,7 +126,7 @@ def prepare(sub: Submission, limits: Limits, sources: dict[str, dict]) -> Prepar
     assignment, which travels with the job's ``feedback`` part (for
     :func:`autograder.entry.finish`; the judge never sees that part)."""
     jobs = {}
-    for source_path in course.source_notebooks(sub.assignment):
+    for source_path in layout.source_notebooks(sub.assignment):
         submitted, problem = _read_submitted(sub, source_path)
         if problem:
             return Prepared(sub, {}, problem)
@@ -250,7 +251,7 @@ class Ledger:
         """What the grade depends on: the submitted notebooks, the course's source notebooks
         and the exchange's files of the submission (its time and feedback secret)."""
         h = hashlib.sha256()
-        for source in course.source_notebooks(sub.assignment):
+        for source in layout.source_notebooks(sub.assignment):
             h.update(source.read_bytes())
             submitted = sub.folder / source.name
             h.update(submitted.read_bytes() if submitted.is_file() else b"<missing>")

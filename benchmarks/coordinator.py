@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from autograder import course, grade
+import layout
 from autograder.judging import Prepared, judged_from
 from benchmarks import grading as bench
 from autograder.books import Books
@@ -77,7 +78,7 @@ def lay_out(folder: Path, work: Path, count: int) -> list[str]:
     """``count`` students, each handing in one of the recorded kinds (hard links: one copy
     of each notebook on disk)."""
     names = bench.students(count)
-    notebook = course.source_notebooks(ASSIGNMENT)[0].name
+    notebook = layout.source_notebooks(ASSIGNMENT)[0].name
     for student in names:
         target = folder / student / ASSIGNMENT
         target.mkdir(parents=True)

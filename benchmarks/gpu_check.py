@@ -267,18 +267,19 @@ def step_tests(step: Step, device: str, deadline: float) -> None:
     import torch
 
     from attention_course.device import best_device, devices_to_test
-    from autograder import course
+    import layout
+    from layout import regions
 
     devices = [str(d) for d in devices_to_test()]
     step.say(f"devices_to_test() = {devices}, best_device() = {best_device()}")
     if device not in {d.split(":")[0] for d in devices}:
         step.fail(f"the tests would not place tensors on {device}")
-    for assignment in course.assignments():
+    for assignment in layout.assignments():
         if time.monotonic() > deadline:
             step.fail(f"out of time before {assignment}")
             return
-        (path,) = course.source_notebooks(assignment)
-        hidden = sum("### BEGIN HIDDEN TESTS" in "".join(c["source"]) for c in _cells(path))
+        (path,) = layout.source_notebooks(assignment)
+        hidden = sum(bool(regions.lines("".join(c["source"]), regions.HIDDEN_TESTS)) for c in _cells(path))
         allocations = _cuda_allocations()
         start = time.perf_counter()
         tests, others = run_notebook(path)
@@ -368,7 +369,7 @@ def sandbox_probe(step: Step, device: str) -> None:
 
 
 def step_grade(step: Step, device: str, out: Path, deadline: float) -> None:
-    from autograder import course
+    import layout
     from autograder.sandbox import SandboxUnavailable, bwrap_path
 
     try:
@@ -379,8 +380,8 @@ def step_grade(step: Step, device: str, out: Path, deadline: float) -> None:
     submissions, graded = out / "submissions", out / "graded"
     shutil.rmtree(submissions, ignore_errors=True)
     shutil.rmtree(graded, ignore_errors=True)
-    for assignment in course.assignments():
-        for student, origin in (("solution", course.SOLUTIONS), ("blank", course.NOTEBOOKS)):
+    for assignment in layout.assignments():
+        for student, origin in (("solution", layout.SOLUTIONS), ("blank", layout.NOTEBOOKS)):
             folder = submissions / student / assignment
             folder.mkdir(parents=True)
             for nb in (origin / assignment).glob("*.ipynb"):
@@ -396,13 +397,13 @@ def step_grade(step: Step, device: str, out: Path, deadline: float) -> None:
     except subprocess.TimeoutExpired:
         step.fail(f"grading ran past the budget ({left:.0f} s)")
         return
-    step.say(f"python -m autograder grade: {len(course.assignments())} solutions and {len(course.assignments())} "
+    step.say(f"python -m autograder grade: {len(layout.assignments())} solutions and {len(layout.assignments())} "
              f"blanks in {time.perf_counter() - start:.1f} s, exit status {done.returncode}")
     if done.returncode != 0:
         step.fail(f"the grader failed: {(done.stdout + done.stderr)[-1500:]}")
         return
     rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(open(graded / "grades.csv"))}
-    for assignment in course.assignments():
+    for assignment in layout.assignments():
         full, blank = rows.get(("solution", assignment)), rows.get(("blank", assignment))
         if full is None or blank is None:
             step.fail(f"{assignment}: not in grades.csv")
@@ -416,7 +417,7 @@ def step_grade(step: Step, device: str, out: Path, deadline: float) -> None:
             step.fail(f"{assignment}: the solution lost points: {str(failed)[:800]}")
         if float(blank["score"]) != 0:
             step.fail(f"{assignment}: the blank notebook scored")
-    for assignment in course.assignments():
+    for assignment in layout.assignments():
         if not any(a.startswith(assignment[:4]) for a in ("ch03", "ch06", "ch07", "ch08")):
             continue
         printed = _training_device(graded, assignment)

@@ -42,10 +42,11 @@ import nbformat
 from nbgrader.api import Gradebook
 
 from autograder import course
+import layout
+from layout import regions
 from autograder.limits import Limits
 from autograder.stages import FINISH_STAGE, JUDGE_STAGES
 
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
 def _meta(cell) -> dict:
@@ -54,7 +55,7 @@ def _meta(cell) -> dict:
 
 def _solved(source_cell) -> str:
     """A source solution cell as a learner who got it right would leave it: the markers gone."""
-    return "\n".join(ln for ln in source_cell.source.splitlines() if ln.strip() not in MARKERS)
+    return regions.unmarked(source_cell.source, regions.SOLUTION)
 
 
 def _partly_solved(source_path: Path, learner_path: Path, keep) -> nbformat.NotebookNode:
@@ -98,8 +99,8 @@ def build_batch(folder: Path, assignments: list[str], count: int) -> list[tuple[
     """Write ``folder/<student>/<assignment>/<notebook>.ipynb``; return the (student, assignment) pairs."""
     names = students(count)
     for assignment in assignments:
-        for source in course.source_notebooks(assignment):
-            learner = course.NOTEBOOKS / assignment / source.name
+        for source in layout.source_notebooks(assignment):
+            learner = layout.NOTEBOOKS / assignment / source.name
             if not learner.is_file():
                 raise course.GradingError(f"{learner} is missing: run `make release` first")
             for student in names:
@@ -135,7 +136,7 @@ def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict,
     """``python -m autograder grade --workers N --stage-times``: (wall s, CPU s, scores, stages)."""
     cpu = cpu_seconds()
     seconds = _run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
-                    "--workers", str(workers), "--stage-times"], cwd=course.REPO)
+                    "--workers", str(workers), "--stage-times"], cwd=layout.REPO)
     with open(out / "grades.csv") as f:
         scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
     return seconds, cpu_seconds() - cpu, scores, json.loads((out / "stages.json").read_text())
@@ -198,7 +199,7 @@ def grade_plain(subs: Path, root: Path, assignments: list[str], cell_timeout: in
         f"c.CourseDirectory.db_url = {f'sqlite:///{db}'!r}\n"
         f"c.Execute.timeout = {cell_timeout}\n"
     )
-    shutil.copytree(course.SOLUTIONS, root / "source", ignore=shutil.ignore_patterns(".*"))
+    shutil.copytree(layout.SOLUTIONS, root / "source", ignore=shutil.ignore_patterns(".*"))
     for student in sorted(p for p in subs.iterdir() if p.is_dir()):
         shutil.copytree(student, root / "submitted" / student.name)
     for assignment in assignments:
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-plain", action="store_true", help="skip plain nbgrader")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch and the outputs in this folder")
     args = parser.parse_args(argv)
-    known = course.assignments()
+    known = layout.assignments()
     if args.assignments in (None, []):
         # chapters whose grading trains a model (a kernel-only cell) take minutes each; left out
         # by default so that a run of the three gradings fits in about ten minutes on two cores

@@ -38,9 +38,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import course
+import layout
+from layout import regions
 
-ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_TIMEOUT_S = 30  # nbgrader.preprocessors.Execute.timeout's default
 QUOTA_US, PERIOD_US = 50_000, 100_000  # half a core
 # the group's CPU weight, in times a process's default: so that a busy machine still gives the
@@ -55,13 +55,12 @@ def _solution_cell(cell) -> bool:
 def filled(assignment: str) -> nbformat.NotebookNode:
     """The released notebook of ``assignment`` with each solution cell holding the source
     notebook's answer, without nbgrader's markers."""
-    (source,) = sorted((ROOT / "solutions" / assignment).glob("*.ipynb"))
+    (source,) = layout.source_notebooks(assignment)
     answers = {}
     for cell in nbformat.read(source, as_version=4).cells:
         if _solution_cell(cell):
-            lines = [ln for ln in cell.source.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
-            answers[cell.metadata["nbgrader"]["grade_id"]] = "\n".join(lines)
-    nb = copy.deepcopy(nbformat.read(ROOT / "notebooks" / assignment / source.name, as_version=4))
+            answers[cell.metadata["nbgrader"]["grade_id"]] = regions.unmarked(cell.source, regions.SOLUTION)
+    nb = copy.deepcopy(nbformat.read(layout.NOTEBOOKS / assignment / source.name, as_version=4))
     for cell in nb.cells:
         if _solution_cell(cell):
             cell.source = answers[cell.metadata["nbgrader"]["grade_id"]]
@@ -129,7 +128,7 @@ def validate(assignment: str, procs: Path, folder: Path) -> dict:
     home = folder / "home"
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "OMP_", "MKL_"))}
-    env.update(HOME=str(home), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env.update(HOME=str(home), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(layout.REPO))
     timings = folder / f"{assignment}.timings.json"
 
     def join() -> None:
@@ -155,7 +154,7 @@ def _children_cpu() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.validate_slow", description=__doc__.split("\n\n")[0])
-    assignments = course.assignments()
+    assignments = layout.assignments()
     parser.add_argument("--chapters", nargs="+", choices=assignments, default=assignments, metavar="ASSIGNMENT")
     parser.add_argument("--verbose", action="store_true", help="print nbgrader's whole output")
     args = parser.parse_args(argv)

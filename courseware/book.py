@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from autograder.course import REPO
+from layout import REPO
 
 SOURCE_LANGUAGE = "en"
 #: language of an edition -> its folder inside the English edition's ``_build/html`` ("" = the root)
@@ -176,17 +176,21 @@ def write_templates(dest: Path, *, root: Path = REPO) -> list[Path]:
 
 
 def write_ui_template(path: Path, *, root: Path = REPO) -> Path:
-    """The book's title (``_config.yml``) and the words of ``book/_ext/*.py`` marked
+    """The book's title and footer (``_config.yml``) and the words of ``book/_ext/*.py`` marked
     ``_("...")``, as a template, locations relative to the repository."""
     from babel.messages.catalog import Catalog
     from babel.messages.extract import extract_from_dir
     from babel.messages.pofile import write_po
 
     config = root / "_config.yml"
-    title = yaml.safe_load(config.read_text())["title"]
+    settings = yaml.safe_load(config.read_text())
+    title = settings["title"]
     catalog = Catalog(project=title, domain=UI_DOMAIN, fuzzy=False, copyright_holder="The Attention course team")
-    line = next(i for i, text in enumerate(config.read_text().splitlines(), 1) if text.startswith("title:"))
-    catalog.add(title, None, [("_config.yml", line)], auto_comments=["the book's title"])
+    lines = config.read_text().splitlines()
+    for text, key, comment in ((title, "title:", "the book's title"),
+                               (settings["html"]["extra_footer"], "  extra_footer:", "the footer of every page (HTML)")):
+        line = next(i for i, source in enumerate(lines, 1) if source.startswith(key))
+        catalog.add(text, None, [("_config.yml", line)], auto_comments=[comment])
     for filename, lineno, message, comments, context in extract_from_dir(
         root / UI_SOURCES, method_map=[("*.py", "python")], keywords={"_": None},
     ):

@@ -7,10 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.course import REPO, GradingError, assignments
 from autograder import catalogs as compiled
+from autograder.course import GradingError
 from courseware import book, forbidden_table, learner_package, messages, reference_modules, translations
 from courseware.release import release, release_translated
+from layout import REPO, assignments
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import REPO, GradingError, assignments, source_notebooks
+from autograder.course import GradingError
+from layout import REPO, assignments, source_notebooks
 
 FORBIDDEN_KEY = "forbidden"
 TABLE = REPO / "attention_course" / "forbidden.py"

@@ -27,8 +27,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from autograder import course
-from autograder.chapter_view import build_package_tree, chapter_of
+import layout
+from autograder.chapter_view import build_package_tree
+from layout import chapter_of
 
 # Wheel entries get this fixed time, so the same sources give byte-identical wheels.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -37,7 +38,7 @@ WHEELS_DIR = "_static/wheels"  # inside the built book
 
 
 def _project() -> dict:
-    return tomllib.loads((course.REPO / "pyproject.toml").read_text())["project"]
+    return tomllib.loads((layout.REPO / "pyproject.toml").read_text())["project"]
 
 
 def wheel_version(assignment: str) -> str:
@@ -62,6 +63,7 @@ def _metadata(assignment: str) -> str:
         f"Version: {wheel_version(assignment)}",
         f"Summary: {project['description']} (for {assignment}: the chapters before it only)",
         f"Requires-Python: {project['requires-python']}",
+        f"License: {project['license']}",
     ]
     lines += [f"Requires-Dist: {dep}" for dep in project["dependencies"]]
     return "\n".join(lines) + "\n"
@@ -78,6 +80,8 @@ def write_wheel(package: Path, assignment: str, dest_dir: Path) -> Path:
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             entries.append((path.relative_to(package.parent).as_posix(), path.read_bytes()))
     entries.append((f"{dist_info}/METADATA", _metadata(assignment).encode()))
+    for licence in _project()["license-files"]:  # where bdist_wheel puts them, beside METADATA
+        entries.append((f"{dist_info}/{licence}", (layout.REPO / licence).read_bytes()))
     wheel_meta = "Wheel-Version: 1.0\nGenerator: courseware.learner_package\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     entries.append((f"{dist_info}/WHEEL", wheel_meta.encode()))
     record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in entries)
@@ -103,7 +107,7 @@ def build_wheel(assignment: str, dest_dir: Path) -> Path:
 
 def build_wheels(dest_dir: Path, assignments: list[str] | None = None) -> list[Path]:
     """Every chapter's wheel (or those of ``assignments``) in ``dest_dir``."""
-    return [build_wheel(a, dest_dir) for a in (course.assignments() if assignments is None else assignments)]
+    return [build_wheel(a, dest_dir) for a in (layout.assignments() if assignments is None else assignments)]
 
 
 # ------------------------------------------------------------------- the install cell
@@ -112,7 +116,7 @@ def build_wheels(dest_dir: Path, assignments: list[str] | None = None) -> list[P
 def published_wheels_url() -> str:
     """Where the published book serves the wheels (``<html.baseurl>/_static/wheels/``), or
     ``""`` when ``_config.yml`` names no published URL."""
-    config = yaml.safe_load((course.REPO / "_config.yml").read_text()) or {}
+    config = yaml.safe_load((layout.REPO / "_config.yml").read_text()) or {}
     base = str((config.get("html") or {}).get("baseurl") or "").strip()
     return f"{base.rstrip('/')}/{WHEELS_DIR}/" if base else ""
 

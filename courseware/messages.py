@@ -33,9 +33,8 @@ from babel.messages.pofile import read_po, write_po
 
 from attention_course import i18n
 from autograder import catalogs
-from autograder.course import REPO, SOLUTIONS
+from layout import REPO, SOLUTIONS, regions
 
-HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MISTAKE_NOTE = ("a mistake a check names: it completes the sentence "
                 "“This is exactly what you get if …” (in Chinese: “这正是……时得到的结果。”)")
 _PROJECT = "attention-course"
@@ -45,15 +44,7 @@ HEADERS = {"messages": "what the course package and the notebooks' visible tests
 
 def _visible(source: str) -> str:
     """A test cell's code as the learner's notebook holds it: without its hidden regions."""
-    kept, hidden = [], False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            hidden = True
-        elif HIDDEN_END in line:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    return "\n".join(kept)
+    return regions.visible(source, regions.HIDDEN_TESTS)
 
 
 def worth_translating(text: str) -> bool:

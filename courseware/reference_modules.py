@@ -9,7 +9,7 @@ The package of chapter N (:func:`build_package_tree`) is the course package with
 reference modules of chapters N and later replaced by a stub that raises ``ImportError``
 with a plain sentence. The grader's sandbox mounts that tree in place of the package while
 it grades chapter N, and the learner's download for chapter N is built from the same tree,
-so neither holds an answer of chapter N or later. Both are made by :mod:`autograder.chapter_view`.
+so neither holds an answer of chapter N or later. Both are made by :func:`autograder.chapter_view.build_package_tree`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.chapter_view import REFERENCE, chapter_of
-from autograder.course import REPO, assignments, source_notebooks
-
-_SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+from layout import REFERENCE, REPO, assignments, chapter_of, source_notebooks
+from layout.regions import SOLUTION, unmarked
 
 
 def _meta(cell) -> dict:
@@ -38,7 +36,7 @@ def _exercise_cells(nb) -> list:
 
 
 def _without_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines() if line.strip() not in _SOLUTION_MARKERS).strip()
+    return unmarked(source, SOLUTION).strip()
 
 
 def _imports_used(nb, code: str) -> list[str]:

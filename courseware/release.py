@@ -10,8 +10,10 @@ from pathlib import Path
 import nbformat
 
 from autograder.books import Books
-from autograder.course import CODE_STUB, NOTEBOOKS, source_notebooks, write_config
+from autograder.course import write_config
 from courseware import learner_package, translations
+from layout import NOTEBOOKS, source_notebooks
+from layout.regions import CODE_STUB
 
 
 def release(assignments_: list[str], target_dir: Path = NOTEBOOKS, wheels_url: str | None = None) -> list[Path]:

@@ -29,6 +29,8 @@ from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 
+from layout import regions
+
 
 class TranslationError(Exception):
     """A translation that cannot go into its notebook: the message names the notebook and the entry."""
@@ -586,30 +588,16 @@ def _string_pieces(source: str, lines: list[str], starts: list[int], tree: ast.A
     return pieces
 
 
-def _region_lines(source: str, region: str) -> set[int]:
-    """The lines (from 0) of the cell's ``### BEGIN <region>`` ... ``### END <region>`` regions,
-    markers included."""
-    inside, found = False, set()
-    for k, line in enumerate(source.splitlines()):
-        if line.strip() == f"### BEGIN {region}":
-            inside = True
-        if inside:
-            found.add(k)
-        if line.strip() == f"### END {region}":
-            inside = False
-    return found
-
-
 def solution_lines(source: str) -> set[int]:
     """The lines (from 0) of the cell's solution regions, markers included: nbgrader replaces
     them, the learner never sees them."""
-    return _region_lines(source, "SOLUTION")
+    return regions.lines(source, regions.SOLUTION)
 
 
 def hidden_lines(source: str) -> set[int]:
     """The lines (from 0) of a test cell's hidden-test regions, markers included: nbgrader removes
     them from the learner's notebook."""
-    return _region_lines(source, "HIDDEN TESTS")
+    return regions.lines(source, regions.HIDDEN_TESTS)
 
 
 def code_pieces(source: str, comments_only: bool = False) -> list[Piece]:

@@ -30,15 +30,16 @@ import nbformat
 from babel.messages.catalog import Catalog, Message
 from babel.messages.pofile import denormalize, read_po, write_po
 
-from autograder import course
+import layout
 from courseware import learner_package
+from layout import regions
 from courseware.translatable import (Piece, TranslationError, check_code, code_pieces, markdown_pieces, substitute,
                                      words)
 
 LANGUAGE = "zh_CN"
-LOCALE = course.REPO / "locale"
+LOCALE = layout.LOCALE
 COMMON = "common"
-STUB_LOCATION = "autograder/course.py#CODE_STUB"
+STUB_LOCATION = "layout/regions.py#CODE_STUB"
 INSTALL_LOCATION = "courseware/learner_package.py#install"
 
 __all__ = ["TranslationError", "IncompleteCatalog", "catalog_path", "catalog_names", "updated_catalog", "write_catalog",
@@ -56,7 +57,7 @@ def catalog_path(name: str, language: str = LANGUAGE) -> Path:
 
 def catalog_names() -> list[str]:
     """Every exercise catalog: one per assignment, then the shared one."""
-    return [*course.assignments(), COMMON]
+    return [*layout.assignments(), COMMON]
 
 
 # ------------------------------------------------------------------- what the English says
@@ -83,7 +84,7 @@ def cell_pieces(cell) -> list[Piece]:
 
 
 def _relative(path: Path) -> str:
-    return path.resolve().relative_to(course.REPO).as_posix()
+    return path.resolve().relative_to(layout.REPO).as_posix()
 
 
 def _install_source(assignment: str, language: str) -> str:
@@ -105,11 +106,11 @@ def english_pieces(name: str, language: str = LANGUAGE) -> list[Found]:
     """Every piece of catalog ``name``, in the order a learner meets them."""
     found = []
     if name == COMMON:
-        for where, source in ((INSTALL_LOCATION, _install_source(course.assignments()[0], language)),
-                              (STUB_LOCATION, course.CODE_STUB)):
+        for where, source in ((INSTALL_LOCATION, _install_source(layout.assignments()[0], language)),
+                              (STUB_LOCATION, regions.CODE_STUB)):
             found += [Found(where, p.line, p, source, True) for p in code_pieces(source)]
         return found
-    for path in course.source_notebooks(name):
+    for path in layout.source_notebooks(name):
         nb = nbformat.read(path, as_version=4)
         for index, cell in enumerate(nb.cells):
             where = f"{_relative(path)}#{cell_label(cell, index)}"

@@ -15,7 +15,7 @@ import re
 import nbformat
 
 import notebook_tools as nbt
-from autograder.chapter_view import chapter_of
+from layout import chapter_of
 
 # reads every file a submission can see (bounded), finds a definition of each name in course
 # code (source, bytecode or notebook) and executes it: what a student who knows where the

@@ -21,19 +21,16 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions"
-NOTEBOOKS = ROOT / "notebooks"
+import layout
+from layout import regions
 
-
-def assignments() -> list[str]:
-    """Names of the assignments, in course order (the folder names under ``solutions/``)."""
-    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+ROOT, SOLUTIONS, NOTEBOOKS = layout.REPO, layout.SOLUTIONS, layout.NOTEBOOKS
+assignments = layout.assignments
 
 
 def source_notebook(assignment: str) -> Path:
     """The one source notebook of ``assignment``."""
-    (path,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+    (path,) = layout.source_notebooks(assignment)
     return path
 
 
@@ -197,8 +194,7 @@ def solved(learner: nbformat.NotebookNode, assignment: str) -> nbformat.Notebook
     answers = {}
     for cell in read(source_notebook(assignment)).cells:
         if is_solution_cell(cell):
-            lines = [ln for ln in cell.source.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
-            answers[nbgrader_meta(cell)["grade_id"]] = "\n".join(lines)
+            answers[nbgrader_meta(cell)["grade_id"]] = regions.unmarked(cell.source, regions.SOLUTION)
     nb = copy.deepcopy(learner)
     for cell in nb.cells:
         if is_solution_cell(cell):

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
 
 import pytest
 
 import notebook_tools as nbt
+from layout import regions
 
-_HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
 
 
 def _tree(source: str) -> ast.Module:
@@ -63,7 +62,7 @@ def offending_cells(nb) -> dict[str, str]:
             allowed |= _bound(tree)
             continue
         grade_id = nbt.nbgrader_meta(cell)["grade_id"]
-        visible = _tree(_HIDDEN.sub("", cell.source))
+        visible = _tree(regions.visible(cell.source, regions.HIDDEN_TESTS))
         unbound = _read(tree) - _bound(tree) - allowed
         missing = {name: "" for name in unbound}
         # bound only in the hidden part, which the released notebook does not hold

@@ -28,21 +28,21 @@ from nbclient import NotebookClient
 
 import browser
 import notebook_tools as nbt
-from autograder import course
-from autograder.chapter_view import chapter_of
+import layout
+from layout import chapter_of, regions
 from courseware import learner_package
 
 # one worker runs them all: the wheels are a module fixture built once
 pytestmark = pytest.mark.xdist_group("download")
 
-STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
+STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', regions.CODE_STUB).group(1)
 
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("wheels")
     paths = learner_package.build_wheels(folder)
-    return dict(zip(course.assignments(), paths))
+    return dict(zip(layout.assignments(), paths))
 
 
 def _python_sources(wheel: Path) -> dict[str, str]:
@@ -58,15 +58,17 @@ def test_each_wheel_is_its_chapters_package(wheels):
             dist_info = f"attention_course-{learner_package.wheel_version(assignment)}.dist-info"
             metadata = archive.read(f"{dist_info}/METADATA").decode()
             record = archive.read(f"{dist_info}/RECORD").decode()
+            licence = archive.read(f"{dist_info}/LICENSE")
         assert "attention_course/__init__.py" in names
         assert f"Version: {learner_package.wheel_version(assignment)}" in metadata
+        assert "License: MIT" in metadata and licence == (nbt.ROOT / "LICENSE").read_bytes(), f"{wheel.name}: its licence"
         for dep in ("numpy", "torch", "matplotlib", "tqdm"):
             assert f"Requires-Dist: {dep}" in metadata, f"{wheel.name} does not require {dep}"
         assert sorted(line.split(",")[0] for line in record.splitlines()) == sorted(names)
         # the reference layers of the chapters before it; for its own and later ones, a stub
         here = chapter_of(assignment)
         sources = _python_sources(wheel)
-        for other in course.assignments():
+        for other in layout.assignments():
             module = sources[f"attention_course/reference/{chapter_of(other)}.py"]
             is_stub = "raise ImportError(" in module and "def " not in module and "class " not in module
             assert is_stub == (chapter_of(other) >= here), (
@@ -99,8 +101,7 @@ def _solution_definitions(assignment: str) -> dict[str, str]:
     found = {}
     for cell in nbt.read(nbt.source_notebook(assignment)).cells:
         if nbt.is_solution_cell(cell):
-            code = "\n".join(ln for ln in cell.source.splitlines() if "### BEGIN SOLUTION" not in ln
-                             and "### END SOLUTION" not in ln)
+            code = regions.unmarked(cell.source, regions.SOLUTION)
             found.update({k: f"{assignment}:{v}" for k, v in _definitions(code).items()})
     return found
 
@@ -109,7 +110,7 @@ def _wheel_problems(wheel: Path, assignment: str) -> list[str]:
     """What is wrong with ``wheel`` as chapter ``assignment``'s package: a function, method or
     class of a solution cell of that chapter or a later one in it (whatever its name or
     docstring), or an exercise of an earlier chapter missing from it."""
-    order = course.assignments()
+    order = layout.assignments()
     shipped = {}
     for name, text in _python_sources(wheel).items():
         shipped.update({k: f"{name}:{v}" for k, v in _definitions(text).items()})
@@ -133,9 +134,9 @@ def test_no_wheel_holds_an_answer_of_its_chapter_or_a_later_one(wheels):
 def test_the_answer_search_finds_answers(tmp_path):
     """The whole course package (every chapter's reference layers) packed as chapter 1's wheel
     is caught holding the answers of every chapter."""
-    leaky = learner_package.write_wheel(nbt.ROOT / "attention_course", course.assignments()[0], tmp_path)
-    problems = _wheel_problems(leaky, course.assignments()[0])
-    for assignment in course.assignments():
+    leaky = learner_package.write_wheel(nbt.ROOT / "attention_course", layout.assignments()[0], tmp_path)
+    problems = _wheel_problems(leaky, layout.assignments()[0])
+    for assignment in layout.assignments():
         first = nbt.grade_ids(nbt.read(nbt.source_notebook(assignment)), nbt.is_solution_cell)[0]
         assert any(f"holds {assignment}:{first} " in p for p in problems), f"missed {assignment}:{first}"
 
@@ -143,7 +144,7 @@ def test_the_answer_search_finds_answers(tmp_path):
 def test_write_wheel_refuses_a_folder_that_is_not_the_package(tmp_path):
     (tmp_path / "something").mkdir()
     with pytest.raises(ValueError, match="not an attention_course package folder"):
-        learner_package.write_wheel(tmp_path / "something", course.assignments()[0], tmp_path)
+        learner_package.write_wheel(tmp_path / "something", layout.assignments()[0], tmp_path)
     with pytest.raises(ValueError, match="does not start with its chapter"):
         learner_package.wheel_name("multihead")
 
@@ -244,7 +245,7 @@ def _error(cell):
 def test_downloaded_notebook_installs_once_and_runs_to_its_first_stub(tmp_path, wheels, fresh_kernel, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", fresh_kernel)
     with browser.serve(next(iter(wheels.values())).parent) as site:
-        for n, assignment in enumerate(course.assignments()):
+        for n, assignment in enumerate(layout.assignments()):
             (released,) = sorted((nbt.NOTEBOOKS / assignment).glob("*.ipynb"))
             folder = tmp_path / assignment  # the learner's download folder: the notebook alone
             folder.mkdir()

@@ -19,7 +19,8 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
-from autograder import course
+import layout
+from layout import regions
 from courseware import learner_package, translatable as tr, translations
 
 import notebook_tools as nbt
@@ -72,12 +73,12 @@ def test_every_translation_fits_its_place(statuses):
     assert not misfits, "\n".join(misfits)
 
 
-@pytest.mark.parametrize("assignment", course.assignments())
+@pytest.mark.parametrize("assignment", layout.assignments())
 def test_every_piece_goes_back_into_its_place(assignment):
     """With every entry translated, the notebook keeps its cells, ids, metadata and tests; each code
     cell parses to the same code (the words of docstrings, comments and messages aside) with the same
     signatures, and each Markdown cell keeps its formulas and code."""
-    (path,) = course.source_notebooks(assignment)
+    (path,) = layout.source_notebooks(assignment)
     english = nbt.read(path)
     translated = translations.translated_notebook(path, catalog=stand_in_catalog(assignment))
     assert [c.get("id") for c in translated.cells] == [c.get("id") for c in english.cells]
@@ -93,9 +94,7 @@ def test_every_piece_goes_back_into_its_place(assignment):
             assert tr.check_code(en.source, zh.source) is None, f"{where}: {tr.check_code(en.source, zh.source)}"
             assert tr.signatures(zh.source) == tr.signatures(en.source), where
             # a solution region is the solution's: nothing in it is translated
-            region = lambda s: s.split("### BEGIN SOLUTION")[1:]  # noqa: E731
-            assert [r.split("### END SOLUTION")[0] for r in region(zh.source)] == \
-                [r.split("### END SOLUTION")[0] for r in region(en.source)], where
+            assert regions.contents(zh.source, regions.SOLUTION) == regions.contents(en.source, regions.SOLUTION), where
         else:
             prose = lambda s: re.sub(r"^```.*?^```", "", s, flags=re.S | re.M)  # noqa: E731 (fenced code stays)
             assert tr.fragments(prose(zh.source)) == tr.fragments(prose(en.source)), where
@@ -112,8 +111,8 @@ def test_the_install_cell_and_the_stub_translate():
     calls = [n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)
              and getattr(n.func, "id", None) == "use_language"]
     assert [ast.literal_eval(c.args[0]) for c in calls] == ["zh_CN"]
-    stub = translations.translated_code(course.CODE_STUB, translations.STUB_LOCATION, catalog=catalog)
-    assert tr.check_code(course.CODE_STUB, stub) is None and "译文" in stub
+    stub = translations.translated_code(regions.CODE_STUB, translations.STUB_LOCATION, catalog=catalog)
+    assert tr.check_code(regions.CODE_STUB, stub) is None and "译文" in stub
 
 
 def _catalog_with(assignment: str, **changes) -> Catalog:
@@ -134,7 +133,7 @@ def _catalog_with(assignment: str, **changes) -> Catalog:
 
 
 def test_an_incomplete_catalog_names_the_notebook_and_each_entry():
-    (path,) = course.source_notebooks("ch01_attention_pooling")
+    (path,) = layout.source_notebooks("ch01_attention_pooling")
     catalog = _catalog_with("ch01_attention_pooling", empty=("Run the setup cell",), fuzzy=("Numerically stable",),
                             remove=("leave-one-out curve",))
     with pytest.raises(translations.IncompleteCatalog) as caught:
@@ -155,7 +154,7 @@ def test_an_incomplete_catalog_names_the_notebook_and_each_entry():
     ("Set answer_no_mass", lambda t: t.replace("answer_no_mass", "answer"), "missing answer_no_mass"),
 ])
 def test_a_translation_that_does_not_fit_is_refused_by_name(needle, wrong, said):
-    (path,) = course.source_notebooks("ch01_attention_pooling")
+    (path,) = layout.source_notebooks("ch01_attention_pooling")
     with pytest.raises(translations.TranslationError) as caught:
         translations.translated_notebook(path, catalog=_catalog_with("ch01_attention_pooling", other=(needle, wrong)))
     assert not isinstance(caught.value, translations.IncompleteCatalog)

@@ -15,8 +15,10 @@ import sys
 
 import pytest
 
-from autograder import course, scan
-from autograder.feedback import HIDDEN_BEGIN, HIDDEN_NOTE, NBGRADER_WORDS, visible_part
+from autograder import scan
+from autograder.feedback import HIDDEN_NOTE, NBGRADER_WORDS, visible_part
+import layout
+from layout import regions
 
 import a11y
 import browser
@@ -43,10 +45,10 @@ def graded(tmp_path_factory):
     a mixed-language class with their English twins (tests/languages.py)."""
     subs = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
-    nbt.lay_out_solution_and_blank(subs, course.assignments())
-    delegation.lay_out_delegations(subs, course.assignments())
+    nbt.lay_out_solution_and_blank(subs, layout.assignments())
+    delegation.lay_out_delegations(subs, layout.assignments())
     delegation.lay_out_shortcuts(subs)
-    languages.lay_out_mixed_class(subs, course.assignments())
+    languages.lay_out_mixed_class(subs, layout.assignments())
     done = subprocess.run(
         ["make", "--no-print-directory", "grade", f"SUBMISSIONS={subs}", f"OUT={out}"],
         cwd=nbt.ROOT, capture_output=True, text=True,
@@ -60,10 +62,10 @@ def test_grades_csv_full_marks_and_zero(graded):
     rows = list(csv.DictReader(open(graded / "grades.csv")))
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
     seen = {(r["student_id"], r["assignment"]): r for r in rows}
-    assert len(seen) == len(rows) == ((2 + len(delegation.STYLES)) * len(course.assignments())
+    assert len(seen) == len(rows) == ((2 + len(delegation.STYLES)) * len(layout.assignments())
                                       + len(delegation.shortcut_assignments())
-                                      + sum(map(len, languages.twins(course.assignments()).values())))
-    for assignment in course.assignments():
+                                      + sum(map(len, languages.twins(layout.assignments()).values())))
+    for assignment in layout.assignments():
         full, blank = seen["solution", assignment], seen["blank", assignment]
         assert float(full["max_score"]) > 0
         assert float(full["score"]) == float(full["max_score"]), full
@@ -75,7 +77,7 @@ def test_grades_csv_full_marks_and_zero(graded):
 def test_report_lists_every_test_cell(graded):
     report = json.loads((graded / "report.json").read_text())
     for entry in report:
-        path = course.source_notebooks(entry["assignment"])[0]
+        path = layout.source_notebooks(entry["assignment"])[0]
         expected = nbt.grade_ids(nbt.read(path), nbt.is_test_cell)
         assert sorted(t["test"] for t in entry["tests"]) == sorted(expected)
         if entry["student_id"] == "solution":
@@ -100,7 +102,7 @@ def test_an_answer_delegated_to_the_course_earns_nothing(graded, style):
     imports, wraps or digs out the course's solutions scores 0, and its feedback says why."""
     rows = {r["assignment"]: r for r in csv.DictReader(open(graded / "grades.csv"))
             if r["student_id"] == f"delegate_{style}"}
-    assert sorted(rows) == course.assignments()
+    assert sorted(rows) == layout.assignments()
     for assignment, row in rows.items():
         assert row["status"] == "graded" and float(row["score"]) == 0.0, row
         if style != "files":
@@ -165,26 +167,23 @@ def test_a_forbidden_shortcut_costs_nothing_elsewhere(graded):
 def _hidden_lines(assignment: str) -> list[str]:
     """The lines found only in the hidden tests of ``assignment`` and long enough to be telling."""
     hidden, shown = set(), set()
-    for path in course.source_notebooks(assignment):
+    for path in layout.source_notebooks(assignment):
         for cell in nbt.read(path).cells:
-            parts = cell.source.split(HIDDEN_BEGIN)
-            shown.update(ln.strip() for ln in parts[0].splitlines())
-            for part in parts[1:]:
-                region, _, after = part.partition("### END HIDDEN TESTS")
+            for region in regions.contents(cell.source, regions.HIDDEN_TESTS):
                 hidden.update(ln.strip() for ln in region.splitlines() if len(ln.strip()) >= 16)
-                shown.update(ln.strip() for ln in after.splitlines())
+            shown.update(ln.strip() for ln in regions.visible(cell.source, regions.HIDDEN_TESTS).splitlines())
     shown_text = "\n".join(shown)
     return sorted(line for line in hidden if line not in shown_text)
 
 
 @pytest.mark.slow
 def test_feedback_page_per_submission_without_hidden_tests(graded):
-    for assignment in course.assignments():
+    for assignment in layout.assignments():
         hidden = _hidden_lines(assignment)
         assert hidden, f"{assignment} has no hidden tests"
         for student in ("solution", "blank"):
             pages = list((graded / "feedback" / student / assignment).glob("*.html"))
-            assert len(pages) == len(course.source_notebooks(assignment))
+            assert len(pages) == len(layout.source_notebooks(assignment))
             text = pages[0].read_text()
             assert "Score" in text
             assert not re.search(r"<script[^>]+src=\"https?://", text), "feedback loads a script from the network"
@@ -215,8 +214,8 @@ def test_bad_input_is_one_clear_line(tmp_path, make_input, message):
 
 
 def test_a_broken_or_misnamed_notebook_is_a_zero_with_a_reason(tmp_path):
-    assignment = course.assignments()[0]
-    name = course.source_notebooks(assignment)[0].name
+    assignment = layout.assignments()[0]
+    name = layout.source_notebooks(assignment)[0].name
     broken = tmp_path / "subs" / "broken" / assignment
     broken.mkdir(parents=True)
     (broken / name).write_text("{not json")
@@ -261,7 +260,7 @@ def test_feedback_pages_and_summary_meet_wcag_21_aa(graded):
         pytest.fail(f"axe-core is not installed: {a11y.INSTALL_HINT}")
     import cdp
 
-    assignment = next(a for a, students in languages.twins(course.assignments()).items() if "wrong_zh" in students)
+    assignment = next(a for a, students in languages.twins(layout.assignments()).items() if "wrong_zh" in students)
     pages = [f"feedback/{student}/{assignment}/{next((graded / 'feedback' / student / assignment).glob('*.html')).name}"
              for student in ("wrong_en", "wrong_zh")] + ["summary.html"]
     problems, langs = [], {}
@@ -295,7 +294,7 @@ def test_the_same_code_earns_the_same_points_in_both_languages(graded):
     and a notebook whose metadata names no language of the course is graded as English."""
     report = _report(graded)
     compared = 0
-    for assignment, students in languages.twins(course.assignments()).items():
+    for assignment, students in languages.twins(layout.assignments()).items():
         for student, twin in students.items():
             ours, theirs = report[student, assignment], report[twin, assignment]
             assert ours["status"] == theirs["status"] == "graded", (student, assignment)
@@ -306,7 +305,7 @@ def test_the_same_code_earns_the_same_points_in_both_languages(graded):
     wrong = [t for (student, _), r in report.items() if student == "wrong_en" for t in r["tests"]]
     assert wrong and not all(t["passed"] for t in wrong) and any(t["passed"] for t in wrong), (
         "the wrong implementations should fail some tests and leave others")
-    assert compared == sum(map(len, languages.twins(course.assignments()).values()))
+    assert compared == sum(map(len, languages.twins(layout.assignments()).values()))
 
 
 @pytest.mark.slow
@@ -315,7 +314,7 @@ def test_a_chinese_submission_is_told_in_chinese(graded):
     they name) are Chinese where its English twin's are English; its feedback page is Chinese,
     with nbgrader's words translated and no hidden test shown."""
     report = _report(graded)
-    for assignment, students in languages.twins(course.assignments()).items():
+    for assignment, students in languages.twins(layout.assignments()).items():
         if "wrong_zh" not in students:
             continue
         zh, en = report["wrong_zh", assignment], report["wrong_en", assignment]
@@ -324,7 +323,7 @@ def test_a_chinese_submission_is_told_in_chinese(graded):
         assert checked, f"{assignment}: no test failed a check"
         for chinese, english in checked:
             assert _has_chinese(chinese) and not _has_chinese(english), (chinese, english)
-    for assignment, students in languages.twins(course.assignments()).items():
+    for assignment, students in languages.twins(layout.assignments()).items():
         hidden = _hidden_lines(assignment)
         for student in (s for s in students if s.endswith("_zh")):
             page = next((graded / "feedback" / student / assignment).glob("*.html")).read_text()
@@ -344,8 +343,8 @@ def test_the_summary_counts_both_languages_together(graded):
     page = (graded / "summary.html").read_text()
     rows = list(csv.DictReader(open(graded / "grades.csv")))
     report = _report(graded)
-    twins = languages.twins(course.assignments())
-    for assignment in course.assignments():
+    twins = languages.twins(layout.assignments())
+    for assignment in layout.assignments():
         mine = [r for r in rows if r["assignment"] == assignment]
         counted = collections.Counter(report[r["student_id"], assignment]["language"] for r in mine)
         assert counted[languages.ZH] == sum(s.endswith("_zh") for s in twins[assignment]) >= 1, (assignment, counted)

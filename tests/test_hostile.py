@@ -30,7 +30,6 @@ from typing import Callable
 import nbformat
 import pytest
 
-from autograder import course
 from autograder.assemble import course_names, judge_cells
 
 import notebook_tools as nbt

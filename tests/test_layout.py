@@ -10,22 +10,25 @@ from pathlib import Path
 
 import notebook_tools as nbt
 
-PACKAGES = ("attention_course", "autograder", "courseware", "benchmarks")
+PACKAGES = ("layout", "attention_course", "autograder", "courseware", "benchmarks")
 # Folders of loose modules, importable by their file name (pytest and Sphinx put them on sys.path).
 LOOSE = ("tests", "book/_ext")
 
 # What each package may import of the repository's own code (its __init__ says the same):
 # "P.*" is package P and everything in it; a plain name is that module alone.
 ALLOWED = {
+    # the ground floor: the course's layout and a cell's regions, read by every other room
+    "layout": {"layout.*"},
     "attention_course": {"attention_course.*"},
     # the trip-wires the student's process (autograder.runner, in the sandbox) shares with the learner's kernel,
     # and the language of the messages (the judge speaks the submission's language as the learner's kernel does)
-    "autograder": {"autograder.*", "attention_course", "attention_course.shortcuts", "attention_course.i18n"},
+    "autograder": {"autograder.*", "layout.*", "attention_course", "attention_course.shortcuts", "attention_course.i18n"},
     # the catalogs: the package's words, and which strings of the tests are words (attention_course.i18n);
-    # nbgrader in-process (autograder.books), to release the notebooks as the grader generates them
-    "courseware": {"courseware.*", "autograder", "autograder.course", "autograder.books", "autograder.chapter_view",
-                   "autograder.catalogs", "attention_course", "attention_course.i18n"},
-    "benchmarks": {"benchmarks.*", "attention_course.*", "autograder.*"},
+    # nbgrader in-process (autograder.books, autograder.course's configuration), to release the notebooks as the
+    # grader generates them; the chapter's package tree the grader's sandbox mounts (autograder.chapter_view)
+    "courseware": {"courseware.*", "layout.*", "autograder", "autograder.course", "autograder.books",
+                   "autograder.chapter_view", "autograder.catalogs", "attention_course", "attention_course.i18n"},
+    "benchmarks": {"benchmarks.*", "layout.*", "attention_course.*", "autograder.*"},
 }
 
 
@@ -134,6 +137,17 @@ def test_each_package_imports_only_what_its_init_allows():
              for target in sorted(imported) if not allowed(target, ALLOWED[name.split(".")[0]])]
     assert not wrong, "\n".join(wrong)
     assert allowed("autograder.course", ALLOWED["courseware"]) and not allowed("autograder.grade", ALLOWED["courseware"])
+    assert not allowed("autograder", ALLOWED["layout"]) and not allowed("courseware.release", ALLOWED["layout"])
+
+
+def test_the_ground_floor_imports_nothing_of_the_rooms_above_it():
+    """layout, which every room reads, imports no module of the repository but its own: neither the
+    grader nor the courseware (nor the course package), so that none of them is needed to read the
+    course's layout, and no circle can pass through it."""
+    graph = import_graph()
+    above = sorted(f"{name} imports {target}" for name, imported in graph.items() if name.split(".")[0] == "layout"
+                   for target in imported if target.split(".")[0] != "layout")
+    assert {"layout", "layout.regions"} <= set(graph) and not above, "\n".join(above)
 
 
 def test_each_package_says_in_three_lines_what_it_is_for_and_what_it_may_import():

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from autograder import course
+import layout
 
 import notebook_tools as nbt
 from pg_server import postgres_url  # noqa: F401 - the fixture
@@ -53,7 +53,7 @@ def test_grades_csv_full_marks_and_zero(graded):
 def test_the_grades_are_in_the_postgres_database(graded, postgres_url):
     from nbgrader.api import Gradebook
 
-    source = nbt.read(course.source_notebooks(ASSIGNMENT)[0])
+    source = nbt.read(layout.source_notebooks(ASSIGNMENT)[0])
     tests = sorted(nbt.grade_ids(source, nbt.is_test_cell))
     gb = Gradebook(postgres_url)
     try:

@@ -20,6 +20,7 @@ import pytest
 
 import notebook_tools as nbt
 from courseware import translations
+from layout import regions
 
 LONGEST_SHARE = 0.25  # the key may be the longest option in at most this share of the questions
 LONGEST_RATIO = 1.25  # and never more than this many times as long as the longest wrong option
@@ -28,7 +29,6 @@ LONGEST_RATIO = 1.25  # and never more than this many times as long as the longe
 # parentheses or followed by "." or ")", in bold or not.
 OPTION = re.compile(
     r"^[ \t]*[-*+][ \t]+(?:\*\*|__)?(?:\((?P<paren>[a-h])\)|(?P<bare>[a-h])[.)])(?:\*\*|__)?[ \t]+(?P<text>\S.*)$")
-HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
 KEY = re.compile(r"==\s*[\"']([a-hA-H])[\"']")
 CHOICES = re.compile(r"check_choice\(\s*\w+\s*,\s*[\"']([a-h]+)[\"']")
 
@@ -77,7 +77,7 @@ def options(markdown: str) -> dict[str, str]:
 
 def key_of(test_source: str) -> str:
     """The letter the hidden part of a question's test cell accepts."""
-    hidden = "".join(HIDDEN.findall(test_source))
+    hidden = "\n".join(regions.contents(test_source, regions.HIDDEN_TESTS))
     keys = {k.lower() for k in KEY.findall(hidden)}
     if len(keys) != 1:
         raise AssertionError(f"the hidden test compares with {sorted(keys) or 'no letter'}, not one letter")

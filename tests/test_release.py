@@ -10,8 +10,10 @@ import sys
 
 import pytest
 
-from autograder import chapter_view, course
+from autograder import chapter_view
 from autograder import catalogs as compiled_catalogs
+import layout
+from layout import regions
 from courseware import learner_package, reference_modules, translatable, translations
 from courseware.release import release, release_translated
 from courseware.translations import LANGUAGE
@@ -22,9 +24,9 @@ import notebook_tools as nbt
 @pytest.mark.slow
 def test_learner_notebooks_are_in_sync_with_solutions(tmp_path):
     """notebooks/<assignment>/ and notebooks/zh_CN/<assignment>/ hold what `make release` writes now."""
-    release(course.assignments(), target_dir=tmp_path)
-    release_translated(course.assignments(), target_dir=tmp_path)
-    for folder in [*course.assignments(), *(f"{LANGUAGE}/{a}" for a in course.assignments())]:
+    release(layout.assignments(), target_dir=tmp_path)
+    release_translated(layout.assignments(), target_dir=tmp_path)
+    for folder in [*layout.assignments(), *(f"{LANGUAGE}/{a}" for a in layout.assignments())]:
         generated = sorted(p.name for p in (tmp_path / folder).glob("*"))
         committed = sorted(p.name for p in (nbt.NOTEBOOKS / folder).glob("*"))
         assert generated == committed, f"notebooks/{folder}: files differ: {generated} vs {committed}; run `make release`"
@@ -38,11 +40,11 @@ def test_learner_notebooks_are_in_sync_with_solutions(tmp_path):
 
 def test_every_assignment_is_released():
     released = sorted(p.name for p in nbt.NOTEBOOKS.iterdir() if p.is_dir() and p.name != LANGUAGE)
-    assert released == course.assignments()
+    assert released == layout.assignments()
 
 
 def _learner_notebooks():
-    return [p for a in course.assignments() for folder in (nbt.NOTEBOOKS / a, nbt.NOTEBOOKS / LANGUAGE / a)
+    return [p for a in layout.assignments() for folder in (nbt.NOTEBOOKS / a, nbt.NOTEBOOKS / LANGUAGE / a)
             for p in sorted(folder.glob("*.ipynb"))]
 
 
@@ -57,7 +59,7 @@ def test_a_chinese_notebook_exists_exactly_where_its_catalogs_are_complete():
     """Never a Chinese notebook out of date: `make release` writes one only from a complete catalog
     (and the shared one), and removes it when its catalog is not (any more)."""
     common = translations.status(translations.COMMON).complete
-    for assignment in course.assignments():
+    for assignment in layout.assignments():
         state = translations.status(assignment)
         exists = (nbt.NOTEBOOKS / LANGUAGE / assignment).exists()
         assert exists == (common and state.complete), (
@@ -66,7 +68,7 @@ def test_a_chinese_notebook_exists_exactly_where_its_catalogs_are_complete():
             f"{'' if common else ' and the shared one is not'}: run `make release`")
 
 
-@pytest.mark.parametrize("assignment", course.assignments())
+@pytest.mark.parametrize("assignment", layout.assignments())
 def test_a_chinese_notebook_is_the_english_one_cell_by_cell(assignment):
     """Same cells, ids, grade_ids, tests and points as the English learner notebook; every code cell
     parses to the same code with the same signatures (only docstrings, comments and messages differ);
@@ -101,10 +103,10 @@ def test_a_chinese_notebook_is_the_english_one_cell_by_cell(assignment):
 
 def test_reference_modules_are_in_sync_with_solutions(tmp_path):
     written = reference_modules.write_reference_modules(tmp_path)
-    committed = sorted(p.name for p in chapter_view.REFERENCE.glob("*.py"))
+    committed = sorted(p.name for p in layout.REFERENCE.glob("*.py"))
     assert sorted(p.name for p in written) == committed
     for path in written:
-        assert path.read_text() == (chapter_view.REFERENCE / path.name).read_text(), (
+        assert path.read_text() == (layout.REFERENCE / path.name).read_text(), (
             f"attention_course/reference/{path.name} is out of date with solutions/: run `make release`"
         )
 
@@ -117,40 +119,42 @@ def _code_lines(text: str) -> list[str]:
 
 
 def _solution_windows(assignment: str) -> set[tuple[str, ...]]:
-    """Every run of WINDOW consecutive code lines of ``assignment``'s solution regions."""
+    """Every run of WINDOW consecutive code lines of the first solution region of ``assignment``'s
+    cells (a later region may repeat an earlier chapter's code, as GroupedQueryAttention's key-value
+    cache does chapter 8's, which a later chapter's package holds by right)."""
     windows = set()
     for cell in nbt.read(nbt.source_notebook(assignment)).cells:
-        if nbt.is_solution_cell(cell) and "### BEGIN SOLUTION" in cell.source:
-            region = _code_lines(cell.source.split("### BEGIN SOLUTION", 1)[1].split("### END SOLUTION", 1)[0])
-            windows.update(tuple(region[i:i + WINDOW]) for i in range(len(region) - WINDOW + 1))
+        for region in regions.contents(cell.source, regions.SOLUTION)[:1] if nbt.is_solution_cell(cell) else ():
+            lines = _code_lines(region)
+            windows.update(tuple(lines[i:i + WINDOW]) for i in range(len(lines) - WINDOW + 1))
     return windows
 
 
-@pytest.mark.parametrize("assignment", course.assignments())
+@pytest.mark.parametrize("assignment", layout.assignments())
 def test_a_chapter_package_holds_no_solution_of_that_chapter_or_later(assignment, tmp_path):
     """What the learner of chapter N installs and what the sandbox mounts while it grades it."""
     package = chapter_view.build_package_tree(assignment, tmp_path)
     lines = [ln for p in sorted(package.rglob("*.py")) for ln in _code_lines(p.read_text())]
     shipped = {tuple(lines[i:i + WINDOW]) for i in range(len(lines) - WINDOW + 1)}
-    here = course.assignments().index(assignment)
-    for later in course.assignments()[here:]:
+    here = layout.assignments().index(assignment)
+    for later in layout.assignments()[here:]:
         leaked = _solution_windows(later) & shipped
         assert not leaked, f"the package of {assignment} holds solution code of {later}: {sorted(leaked)[:2]}"
     # and no module but an earlier chapter's solutions defines an exercise of this chapter or later
-    exercises = {nbt.nbgrader_meta(c)["grade_id"] for later in course.assignments()[here:]
+    exercises = {nbt.nbgrader_meta(c)["grade_id"] for later in layout.assignments()[here:]
                  for c in nbt.read(nbt.source_notebook(later)).cells if nbt.is_solution_cell(c)}
     for path in sorted(package.rglob("*.py")):
-        if path.parent.name == "reference" and path.stem < chapter_view.chapter_of(assignment):
+        if path.parent.name == "reference" and path.stem < layout.chapter_of(assignment):
             continue
         defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         assert not defined & exercises, f"{path.relative_to(tmp_path)} defines {sorted(defined & exercises)}"
-    for earlier in course.assignments()[:here]:  # what later chapters build on is there
-        module = package / "reference" / f"{chapter_view.chapter_of(earlier)}.py"
-        assert module.read_text() == (chapter_view.REFERENCE / module.name).read_text()
+    for earlier in layout.assignments()[:here]:  # what later chapters build on is there
+        module = package / "reference" / f"{layout.chapter_of(earlier)}.py"
+        assert module.read_text() == (layout.REFERENCE / module.name).read_text()
     assert not list(package.rglob("__pycache__"))
     files = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file())
-    source = [p.relative_to(chapter_view.PACKAGE).as_posix() for p in chapter_view.PACKAGE.rglob("*")
-              if p.is_file() and "__pycache__" not in p.parts and p.relative_to(chapter_view.PACKAGE).parts[0] != "locale"]
+    source = [p.relative_to(layout.PACKAGE).as_posix() for p in layout.PACKAGE.rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts and p.relative_to(layout.PACKAGE).parts[0] != "locale"]
     # and every language's messages.po compiled (the clone's own copy in locale/ is a build product)
     catalogs = [f"locale/{po.parent.parent.name}/LC_MESSAGES/messages.mo" for po in compiled_catalogs.package_catalogs()]
     assert files == sorted(source + catalogs), "a chapter's package holds exactly the course package's files"
@@ -187,5 +191,5 @@ def test_the_wheels_command_writes_every_chapters_wheel(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     wheels = sorted(p.name for p in tmp_path.glob("*.whl"))
-    assert wheels == sorted(learner_package.wheel_name(a) for a in course.assignments())
+    assert wheels == sorted(learner_package.wheel_name(a) for a in layout.assignments())
     assert len(done.stdout.splitlines()) == len(wheels)

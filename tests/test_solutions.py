@@ -8,6 +8,7 @@ import ast
 import pytest
 
 import notebook_tools as nbt
+from layout import regions
 
 
 @pytest.mark.slow
@@ -33,7 +34,7 @@ def test_notebook_follows_the_conventions(assignment):
         seen.add(gid)
         if nbt.is_solution_cell(cell):
             assert cell.cell_type == "code", f"{gid}: solution cells are code cells"
-            assert "### BEGIN SOLUTION" in cell.source, f"{gid}: no solution region"
+            assert regions.lines(cell.source, regions.SOLUTION), f"{gid}: no solution region"
             tree = ast.parse(cell.source)
             defined = [
                 n.name if isinstance(n, (ast.FunctionDef, ast.ClassDef)) else n.targets[0].id

@@ -28,11 +28,11 @@ import pytest
 import browser
 import cdp
 import notebook_tools as nbt
-from autograder import course
+from layout import regions
 from courseware import learner_package
 
 ASSIGNMENT = "ch01_attention_pooling"
-STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', course.CODE_STUB).group(1)
+STUB_MESSAGE = re.search(r'NotImplementedError\("(.*)"\)', regions.CODE_STUB).group(1)
 
 # The lab's state, as the page shows it. Each notebook is opened in a workspace of its own
 # (/lab/workspaces/<name>/tree/<path>?reset), so the page holds that one notebook.

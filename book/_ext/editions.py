@@ -17,7 +17,7 @@ edition's ``zh/`` folder. Both builds load this extension; what it does follows 
   inside a directive (a ``{dropdown}``, an admonition) no source, and Sphinx neither extracts
   nor translates a text without one; ``TableCellsHaveASource`` gives them the page's.
 * **What the page catalogs miss.** The words this book's extensions add to a page
-  (``_("...")`` in ``book/_ext/``) and the book's title (``title`` in ``_config.yml``) are
+  (``_("...")`` in ``book/_ext/``) and the book's title and footer (``title``, ``html.extra_footer`` in ``_config.yml``) are
   translated through the catalog ``locale/<language>/LC_MESSAGES/book_ui.po``; the captions of
   the table of contents (``_toc.yml``), which Jupyter Book inserts into the root page after
   Sphinx translated it, through that page's catalog.
@@ -86,8 +86,12 @@ def _check_language(app: Sphinx, config) -> None:
 
 
 def _translate_title(app: Sphinx, config) -> None:
+    """The book's title and its footer (the licences) in the edition's language."""
     if _language(app) != editions.SOURCE_LANGUAGE and config.html_title:
         config.html_title = str(_(config.html_title))
+    footer = config.html_theme_options.get("extra_footer")
+    if _language(app) != editions.SOURCE_LANGUAGE and footer:
+        config.html_theme_options["extra_footer"] = str(_(footer))
 
 
 class TranslateTocCaptions(SphinxTransform):

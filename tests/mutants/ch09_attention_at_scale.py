@@ -9,8 +9,9 @@ course's answer but for its mistake.
 """
 
 import json
-from pathlib import Path
 
+import layout
+from layout import regions
 from mutant_source import replaced as _replaced
 from mutant_source import right_choice, wrong_choices
 
@@ -19,11 +20,10 @@ ASSIGNMENT = "ch09_attention_at_scale"
 
 def _solution(name: str) -> str:
     """The solution cell ``name`` of the source notebook, without nbgrader's markers."""
-    path = Path(__file__).resolve().parents[2] / "solutions" / ASSIGNMENT / "attention_at_scale.ipynb"
+    (path,) = layout.source_notebooks(ASSIGNMENT)
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("grade_id") == name:
-            lines = "".join(cell["source"]).split("\n")
-            return "\n".join(ln for ln in lines if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")) + "\n"
+            return regions.unmarked("".join(cell["source"]), regions.SOLUTION) + "\n"
     raise LookupError(name)
 
 
