@@ -8,6 +8,9 @@ Output (``OUT``):
 * ``report.json``: every test cell's result per submission;
 * ``feedback/<student_id>/<assignment>/<notebook>.html``: the pages to return;
 * ``summary.html``: the batch at a glance for the instructor (:mod:`autograder.summary`);
+* ``similarity.json``, ``similarity.csv``, ``similarity/``: the pairs of submissions whose own
+  code is unusually alike, and a page per pair (:mod:`autograder.similarity`, run here, by the
+  coordinator, after the judging, also when the judges ran on a Dask cluster);
 * ``course/``: the nbgrader course folder (source, submitted, autograded, gradebook) and
   ``course/ledger/``, one file per graded submission.
 
@@ -41,7 +44,7 @@ from pathlib import Path
 import nbformat
 
 from attention_course import i18n
-from autograder import assemble, course, summary
+from autograder import assemble, course, similarity, summary
 from autograder.books import Books, make_feedback, stale_feedback
 from autograder.feedback import localise_mathjax
 from autograder.entry import judge_and_finish
@@ -288,13 +291,16 @@ def grade(
     scheduler: str | None = None,
     stage_times: bool = False,
     judges=None,
+    archive: Path | None = None,
+    language: str = i18n.ENGLISH,
 ) -> list[Result]:
     """Grade every submission under ``submissions`` into ``out``; return the results.
 
     Judges run on this machine (up to ``workers`` at once), or with ``scheduler`` (a Dask
     distributed address, ``tcp://HOST:PORT``) on that cluster's workers. Either way this
     process alone writes the gradebook and the ledger. With ``stage_times``, the time of
-    every stage is added up in ``out/stages.json``. ``judges``: anything with the ``judge``
+    every stage is added up in ``out/stages.json``. ``archive`` (earlier years' submissions)
+    and ``language`` (of its pages' words): :func:`autograder.similarity.run`. ``judges``: anything with the ``judge``
     method of :class:`LocalJudges` (the coordinator's benchmark replays recorded results)."""
     began = time.perf_counter()
     stages = Stages()
@@ -350,8 +356,10 @@ def grade(
         stale = stale_feedback(root, [(r.student_id, r.assignment) for r in results if r.status == "graded"])
         for failure in make_feedback(root, stale, workers):
             print(f"warning: {failure}", file=sys.stderr, flush=True)
+    with stages.timed("similarity"):
+        report = similarity.run(submissions, out, archive, language)
     with stages.timed("outputs"):
-        _write_outputs(root, out, results)
+        _write_outputs(root, out, results, report)
     if stage_times:
         stages.write(out / "stages.json", submissions=len(todo), wall=time.perf_counter() - began,
                      workers=workers if not scheduler else None, scheduler=scheduler)
@@ -363,7 +371,7 @@ def grade(
     return results
 
 
-def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
+def _write_outputs(root: Path, out: Path, results: list[Result], report: dict | None = None) -> None:
     results = sorted(results, key=lambda r: (r.student_id, r.assignment))
     with open(out / "grades.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
@@ -371,7 +379,7 @@ def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
         for result in results:
             writer.writerow(result.row())
     (out / "report.json").write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
-    summary.write(results, out / "summary.html")
+    summary.write(results, out / "summary.html", similarity.section(report))
     feedback = out / "feedback"
     if feedback.exists():
         shutil.rmtree(feedback)

@@ -235,32 +235,44 @@ def boilerplate_of(notebooks: list[dict], known: set[str]) -> set[int]:
 # ----------------------------------------------------------------------------- reading
 
 
-def read_notebook(path: Path) -> tuple[dict | None, str | None]:
+class Reason(dict):
+    """Why a submission was not compared: ``reason`` (the English), ``why`` (the catalog's
+    message) and ``args`` (its fields), so that a page shows it in its own language."""
+
+    def __init__(self, why: str, **args):
+        super().__init__(reason=why.format(**args), why=why, args=args)
+
+
+
+def read_notebook(path: Path) -> tuple[dict | None, Reason | None]:
     """The notebook at ``path`` as JSON, or None and why not (never raises for its content)."""
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            return None, f"{path.name} is {size / 2**20:.0f} MB, over the {MAX_BYTES // 2**20} MB a notebook may be"
+            return None, Reason(N_("{name} is {size} MB, over the {limit} MB a notebook may be"),
+                                name=path.name, size=round(size / 2**20), limit=MAX_BYTES // 2**20)
         if size == 0:
-            return None, f"{path.name} is empty"
+            return None, Reason(N_("{name} is empty"), name=path.name)
         nb = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-        return None, f"{path.name} is not a valid notebook: {type(err).__name__}: {str(err)[:200]}"
+        return None, Reason(N_("{name} is not a valid notebook: {error}"), name=path.name,
+                            error=f"{type(err).__name__}: {str(err)[:200]}")
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or not all(isinstance(c, dict) for c in nb["cells"]):
-        return None, f"{path.name} is not a valid notebook: it has no list of cells"
+        return None, Reason(N_("{name} is not a valid notebook: {error}"), name=path.name, error="no list of cells")
     return nb, None
 
 
-def _own_cells(source: dict, nb: dict, name: str) -> tuple[list[tuple[str, str]], str | None]:
+def _own_cells(source: dict, nb: dict, name: str) -> tuple[list[tuple[str, str]], Reason | None]:
     try:
         own = [(grade_id or "", code) for grade_id, code in assemble.own_code(source, nb)]
-    except (AttributeError, TypeError) as err:
-        return [], f"{name} is not a valid notebook: {type(err).__name__}: {str(err)[:200]}"
+    except (AttributeError, TypeError) as err:  # a cell that is no dict, a source that is no text
+        return [], Reason(N_("{name} is not a valid notebook: {error}"), name=name, error=f"{type(err).__name__}: {err}")
     if not any(grade_id for grade_id, _ in own):
-        return [], (f"{name} has no solution cell of this assignment (a notebook of another assignment, "
-                    "or its cells' nbgrader metadata removed)")
+        return [], Reason(N_("{name} has no solution cell of this assignment (a notebook of another assignment, "
+                             "or its cells' nbgrader metadata removed)"), name=name)
     if sum(len(code) for _, code in own) > MAX_CODE_CHARS:
-        return [], f"{name} holds over {MAX_CODE_CHARS:,} characters of code of its own"
+        return [], Reason(N_("{name} holds over {limit} characters of code of its own"), name=name,
+                          limit=f"{MAX_CODE_CHARS:,}")
     return own, None
 
 
@@ -273,6 +285,7 @@ class Assignment:
     sources: dict[str, dict]  # notebook file name -> source notebook (solutions/)
     known: set[str]
     boilerplate: set[int]
+    given: set[str]  # the released notebooks' code cells, stripped: an added cell that is one is not shown
 
     @classmethod
     def load(cls, name: str) -> Assignment:
@@ -284,9 +297,9 @@ class Assignment:
         notebooks += [{"cells": [c for c in nb["cells"] if assemble.kind_of(c) != "solution"]} for nb in sources.values()]
         codes = [assemble._student_code(c) for nb in notebooks for c in nb["cells"] if c.get("cell_type") == "code"]
         known = imported_names(codes)
-        return cls(name, sources, known, boilerplate_of(notebooks, known))
+        return cls(name, sources, known, boilerplate_of(notebooks, known), {code.strip() for code in codes})
 
-    def document(self, key: str, folder: Path) -> tuple[Document | None, str | None]:
+    def document(self, key: str, folder: Path) -> tuple[Document | None, Reason | None]:
         """The submission in ``folder`` as a :class:`Document`, or None and why it was skipped."""
         cells: list[tuple[str, str]] = []
         languages = set()
@@ -294,14 +307,15 @@ class Assignment:
             path = folder / name
             if not path.is_file():
                 present = sorted(p.name for p in folder.glob("*.ipynb"))
-                return None, f"missing notebook {name} (submitted: {', '.join(present) or 'nothing'})"
+                return None, Reason(N_("missing notebook {name} (submitted: {present})"), name=name,
+                                    present=", ".join(present) or "—")
             nb, problem = read_notebook(path)
             if nb is None:
                 return None, problem
             own, problem = _own_cells(source, nb, name)
             if problem:
                 return None, problem
-            cells += own
+            cells += [(grade_id, code) for grade_id, code in own if grade_id or code.strip() not in self.given]
             languages.add(i18n.notebook_language(nb.get("metadata")))
         return self.fill(Document(key, "+".join(sorted(languages)), cells)), None
 
@@ -488,13 +502,13 @@ def _batch(folder: Path, skipped: list[dict]) -> dict[str, list[tuple[str, Path]
     for student in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         folders = sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith("."))
         if not folders:
-            skipped.append({"student": student.name, "assignment": "", "reason": "no submission"})
+            skipped.append({"student": student.name, "assignment": "", **Reason(N_("no submission"))})
         for sub in folders:
             if sub.name in known:
                 found.setdefault(sub.name, []).append((student.name, sub))
             else:
                 skipped.append({"student": student.name, "assignment": sub.name,
-                                "reason": f"unknown assignment {sub.name!r}"})
+                                **Reason(N_("not an assignment of the course: {name}"), name=sub.name)})
     return found
 
 
@@ -516,7 +530,7 @@ def run(submissions: Path, out: Path, archive: Path | None = None, language: str
         for student, folder in students:
             doc, problem = assignment.document(student, folder)
             if doc is None:
-                skipped.append({"student": student, "assignment": name, "reason": problem})
+                skipped.append({"student": student, "assignment": name, **problem})
             else:
                 docs.append(doc)
         earlier = [d for d, _ in (assignment.document(ARCHIVE_PREFIX + s, f) for s, f in old.get(name, [])) if d]
@@ -678,7 +692,7 @@ def section(report: dict | None) -> str:
             f"<th>{html.escape(t(h))}</th>" for h in (N_("student"), N_("assignment"), N_("reason"))) + "</tr>")
         for s in report["skipped"]:
             out.append(f"<tr><td>{html.escape(s['student'])}</td><td>{html.escape(s['assignment'])}</td>"
-                       f"<td><code>{html.escape(s['reason'])}</code></td></tr>")
+                       f"<td>{html.escape(t(s['why']).format(**s['args']))}</td></tr>")
         out.append("</table>")
     out.append("</section>")
     return "\n".join(out)

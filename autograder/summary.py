@@ -89,8 +89,10 @@ def _languages(results: list) -> str:
     return ", ".join(f"{html.escape(language)} {n}" for language, n in sorted(counts.items()))
 
 
-def render(results: list) -> str:
-    """The page's HTML for ``results`` (:class:`autograder.grade.Result` objects)."""
+def render(results: list, similar: str = "") -> str:
+    """The page's HTML for ``results`` (:class:`autograder.grade.Result` objects); ``similar``:
+    the section of the submissions whose own code is unusually alike
+    (:func:`autograder.similarity.section`), after the rejected and stopped ones."""
     by_assignment: dict[str, list] = collections.defaultdict(list)
     for r in results:
         by_assignment[r.assignment].append(r)
@@ -135,6 +137,7 @@ def render(results: list) -> str:
         parts.append("</table>")
     else:
         parts.append('<p class="muted">None: every submission was graded to the end.</p>')
+    parts.append(similar)
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -211,6 +214,6 @@ def _shortcuts_section(results: list) -> str:
     return "\n".join(out)
 
 
-def write(results: list, path: Path) -> None:
-    """Write the summary page of ``results`` to ``path``."""
-    path.write_text(render(results), encoding="utf-8")
+def write(results: list, path: Path, similar: str = "") -> None:
+    """Write the summary page of ``results`` (and the section ``similar``) to ``path``."""
+    path.write_text(render(results, similar), encoding="utf-8")
