@@ -660,8 +660,9 @@ def section(report: dict | None) -> str:
         return ""
     language = report.get("language", i18n.ENGLISH)
     t = catalogs.words(language)
+    heading = t(N_("Unusually similar submissions: look at these"))
     out = [f'<section lang="{_html_lang(language)}" aria-labelledby="similarity">',
-           f'<h2 id="similarity">{html.escape(t(N_("Unusually similar submissions: look at these")))}</h2>',
+           f'<h2 id="similarity">{html.escape(heading)}</h2>',
            "<p>" + html.escape(t(N_(
                "Pairs whose own code (solution cells and added cells, without what the released notebook gives) "
                "shares more than the batch's own pairs do, after fingerprints shared by many students are "
@@ -679,16 +680,18 @@ def section(report: dict | None) -> str:
         out.append("<table><tr>" + "".join(f"<th>{html.escape(t(h))}</th>" for h in (
             N_("submission"), N_("similar to"), N_("which is"), N_("score"), N_("exercises they share"), N_("page")))
             + "</tr>")
+        side_by_side = t(N_("side by side"))
         for e in listed:
             other = t(N_("the reference solution")) if e["kind"] == "reference" else e["b"]
             shared = ", ".join(t(x) for x in e["exercises"]) or "—"
-            link = f'<a href="{html.escape(e["page"])}">{html.escape(t(N_("side by side")))}</a>'
+            link = f'<a href="{html.escape(e["page"])}">{html.escape(side_by_side)}</a>'
             out.append(f"<tr><td>{html.escape(e['a'])}</td><td>{html.escape(other)}</td>"
                        f"<td>{html.escape(t(kinds[e['kind']]))}</td><td class=\"num\">{e['score']:.2f}</td>"
                        f"<td>{html.escape(shared)}</td><td>{link}</td></tr>")
         out.append("</table>")
     if report["skipped"]:
-        out.append(f"<h3>{html.escape(t(N_('Not compared')))}</h3><table><tr>" + "".join(
+        skipped = t(N_("Not compared"))
+        out.append(f"<h3>{html.escape(skipped)}</h3><table><tr>" + "".join(
             f"<th>{html.escape(t(h))}</th>" for h in (N_("student"), N_("assignment"), N_("reason"))) + "</tr>")
         for s in report["skipped"]:
             out.append(f"<tr><td>{html.escape(s['student'])}</td><td>{html.escape(s['assignment'])}</td>"
