@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import csv
 import dataclasses
+import functools
 import html
 import json
 import keyword
@@ -101,23 +102,36 @@ class Document:
     lengths: dict[int, int] = dataclasses.field(default_factory=dict)  # fingerprint -> tokens it covers
 
 
+@functools.cache
+def _category(kind):
+    """Pygments' token type ``kind`` as what :func:`tokens` tells apart: None (nothing: space,
+    comment, docstring), ``String``, ``Number``, ``Name`` (a name that is not a builtin) or itself."""
+    if kind in Whitespace or kind in Text or kind in Comment or kind in String.Doc:
+        return None
+    for category in (String, Number):
+        if kind in category:
+            return category
+    return Name if kind in Name and kind not in Name.Builtin else kind
+
+
 def tokens(code: str, known: set[str]) -> list[tuple[str, int, int]]:
     """``code``'s tokens as ``(symbol, start, end)``, normalised (see the module's docstring);
     ``known``: names that keep their spelling (the modules the notebook imports). A keyword
     argument's name (``dim=``) keeps its spelling: it is the library's, not the student's."""
     raw: list[list] = []  # [kind, text, start, end]; a string's pieces (quotes, escapes, f-string parts) merged
     for start, kind, text in _LEXER.get_tokens_unprocessed(code):
-        if kind in Whitespace or kind in Text or kind in Comment or kind in String.Doc:
+        kind = _category(kind)
+        if kind is None:
             if "\n" in text:
                 raw.append([None, "\n", start, start + len(text)])  # a statement may end here
             continue
-        if kind in String:  # pieces of one string, or strings written one after the other: one
+        if kind is String:  # pieces of one string, or strings written one after the other: one
             while raw and raw[-1][0] is None and len(raw) > 1 and raw[-2][0] is String:
                 raw.pop()
             if raw and raw[-1][0] is String:
                 raw[-1][3] = start + len(text)
                 continue
-        raw.append([String if kind in String else kind, text, start, start + len(text)])
+        raw.append([kind, text, start, start + len(text)])
     out: list[tuple[str, int, int]] = []
     depth, signature = 0, None  # in a def's or lambda's parameters (from this depth), ``name=`` is the student's
     for i, (kind, text, start, end) in enumerate(raw):
@@ -127,9 +141,9 @@ def tokens(code: str, known: set[str]) -> list[tuple[str, int, int]]:
             continue
         if kind is String:
             symbol = "S"
-        elif kind in Number:
+        elif kind is Number:
             symbol = "N"
-        elif kind in Name and kind not in Name.Builtin and text not in _BUILTINS:
+        elif kind is Name and text not in _BUILTINS:
             after_dot = i > 0 and raw[i - 1][1] == "."
             keyword_argument = depth > 0 and signature is None and i + 1 < len(raw) and raw[i + 1][1] == "="
             if after_dot and not (i > 1 and raw[i - 2][1] == "self"):
