@@ -54,8 +54,6 @@ def _parser() -> argparse.ArgumentParser:
 def _similarity(args) -> None:
     """The step alone: its files, and summary.html written again with its section (and the
     grades of OUT/report.json, when the batch was graded there)."""
-    if args.archive is not None and not args.archive.is_dir():
-        raise course.GradingError(f"archive folder {args.archive} does not exist or is not a folder")
     report = similarity.run(args.submissions, args.out, args.archive, args.language)
     graded = args.out / "report.json"
     fields = {f.name for f in dataclasses.fields(grade.Result)}

@@ -309,6 +309,8 @@ def grade(
     # nbgrader's converters change the working directory while they run (see autograder.books)
     submissions, out = submissions.resolve(), out.resolve()
     subs = find_submissions(submissions)
+    if archive is not None and not archive.is_dir():  # said before the judging, not after it
+        raise course.GradingError(f"archive folder {archive} does not exist or is not a folder")
     root = out / "course"
     if judges is not None:
         pass
@@ -357,7 +359,14 @@ def grade(
         for failure in make_feedback(root, stale, workers):
             print(f"warning: {failure}", file=sys.stderr, flush=True)
     with stages.timed("similarity"):
-        report = similarity.run(submissions, out, archive, language)
+        try:
+            report = similarity.run(submissions, out, archive, language)
+        except course.GradingError:
+            raise  # the instructor's input: one line, as for the submissions
+        except Exception as err:  # noqa: BLE001 - a fault of the step must not cost the batch its grades' files
+            print(f"warning: the similarity step failed ({type(err).__name__}: {err}); "
+                  "the grades are written without it", file=sys.stderr, flush=True)
+            report = None
     with stages.timed("outputs"):
         _write_outputs(root, out, results, report)
     if stage_times:

@@ -506,13 +506,13 @@ def _slug(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", key)
 
 
-def _batch(folder: Path, skipped: list[dict]) -> dict[str, list[tuple[str, Path]]]:
+def _batch(folder: Path, skipped: list[dict], what: str = "submissions") -> dict[str, list[tuple[str, Path]]]:
     """``{assignment: [(student, folder)]}`` under ``folder``; what cannot be compared goes to
-    ``skipped`` with its reason."""
+    ``skipped`` with its reason. ``what``: the folder's name in the error for a missing one."""
     known = set(course.assignments())
     found: dict[str, list[tuple[str, Path]]] = {}
     if not folder.is_dir():
-        raise course.GradingError(f"submissions folder {folder} does not exist or is not a folder")
+        raise course.GradingError(f"{what} folder {folder} does not exist or is not a folder")
     for student in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         folders = sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith("."))
         if not folders:
@@ -532,7 +532,7 @@ def run(submissions: Path, out: Path, archive: Path | None = None, language: str
     the pages of the listed pairs; return the report (what ``similarity.json`` holds)."""
     skipped: list[dict] = []
     batch = _batch(submissions, skipped)
-    old = _batch(archive, []) if archive is not None else {}
+    old = _batch(archive, [], "archive") if archive is not None else {}
     pages = out / "similarity"
     if pages.exists():
         for page in pages.glob("*/*.html"):
