@@ -411,14 +411,14 @@ class Pair:
         return "archive" if self.b.key.startswith(ARCHIVE_PREFIX) else "pair"
 
 
-def compare(docs: list[Document], reference: Document | None = None,
-            archive: list[Document] = ()) -> tuple[list[Pair], float]:
-    """Every pair of ``docs`` that shares something (and each doc against ``reference`` and the
-    ``archive``), the listed ones first; and the batch's threshold. A pair's score: the weight
-    it shares over the smaller of the two's masses (:func:`_mass`), 1 when one holds nothing
-    unusual that the other does not (a copy that added code of its own scores 1 too); it is
-    listed when the score is over the :func:`threshold` that the class's best matches set and it
-    shares at least :data:`MIN_SHARED`."""
+def compare(docs: list[Document], reference: Document | None = None, archive: list[Document] = (),
+            keep: int = CONTEXT_PAIRS) -> tuple[list[Pair], float]:
+    """The listed pairs of ``docs`` (and of each doc with ``reference`` and the ``archive``),
+    then the ``keep`` highest-scoring others, in order; and the batch's threshold. A pair's score:
+    the weight it shares over the smaller of the two's masses (:func:`_mass`), 1 when one holds
+    nothing unusual that the other does not (a copy that added code of its own scores 1 too); it
+    is listed when the score is over the :func:`threshold` that the class's best matches set and
+    it shares at least :data:`MIN_SHARED`."""
     everyone = list(docs) + list(archive)
     weights = _weights(everyone)
     mass = np.array([max(_mass(d, weights), 1.0) for d in everyone])
@@ -426,13 +426,17 @@ def compare(docs: list[Document], reference: Document | None = None,
     scores = shared / np.minimum.outer(mass, mass)
     n = len(docs)
     bar = threshold(scores[:n, :n].max(axis=1)) if n > 1 else float("inf")
-    pairs = []
-    for i, j in zip(*np.nonzero(np.triu(shared, 1))):
-        if i >= n:  # archive with archive: not this year's question
-            continue
-        score = float(scores[i, j])
-        pairs.append(Pair(everyone[i], everyone[j], score, float(shared[i, j]), bar,
-                          bool(score > bar and shared[i, j] >= MIN_SHARED)))
+    first, second = np.triu_indices(len(everyone), 1)
+    some = (shared[first, second] > 0) & (first < n)  # archive with archive: not this year's question
+    first, second = first[some], second[some]
+    found = [(everyone[i], everyone[j], scores[i, j], shared[i, j]) for i, j in zip(first.tolist(), second.tolist())] \
+        if len(first) <= 10 * keep else []
+    if len(first) > 10 * keep:  # a big class: the listed pairs and the best of the rest, not every pair
+        score, amount = scores[first, second], shared[first, second]
+        chosen = np.flatnonzero((score > bar) & (amount >= MIN_SHARED))
+        rest = np.argsort(-score, kind="stable")[:len(chosen) + keep]
+        for k in sorted(set(chosen.tolist()) | set(rest.tolist())):
+            found.append((everyone[first[k]], everyone[second[k]], score[k], amount[k]))
     if reference is not None and reference.prints and docs:
         # against the reference, a fingerprint weighs 1 / (how many submissions hold it)
         counts = _counts(everyone)
@@ -441,9 +445,11 @@ def compare(docs: list[Document], reference: Document | None = None,
         own = np.array([sum(1.0 / counts[v] for v in d.prints) for d in docs])
         rscores = amount / np.maximum(np.minimum(own, sum(held.values())), 1.0)
         # as unusual as a pair of the class over the bar: one score per submission is too few for a bar of its own
-        pairs += [Pair(d, reference, float(s), float(a), bar, bool(s > bar and a >= MIN_SHARED))
-                  for d, s, a in zip(docs, rscores, amount) if a > 0]
+        found += [(d, reference, s, a) for d, s, a in zip(docs, rscores, amount) if a > 0]
+    pairs = [Pair(a, b, float(s), float(x), bar, bool(s > bar and x >= MIN_SHARED)) for a, b, s, x in found]
     pairs.sort(key=lambda p: (not p.listed, -p.score, p.a.key, p.b.key))
+    listed = sum(p.listed for p in pairs)
+    pairs = pairs[:listed + keep]
     return pairs, bar
 
 
@@ -552,8 +558,6 @@ def run(submissions: Path, out: Path, archive: Path | None = None, language: str
         weights = _weights(docs + earlier)
         entries = []
         for pair in pairs:
-            if not pair.listed and len(entries) >= CONTEXT_PAIRS + sum(p.listed for p in pairs):
-                break
             left, right = regions(pair, weights)
             entry = {"kind": pair.kind, "a": pair.a.key, "b": pair.b.key, "score": round(pair.score, 4),
                      "threshold": _finite(pair.threshold), "shared": round(pair.shared, 2), "listed": pair.listed,
