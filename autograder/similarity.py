@@ -2,21 +2,24 @@
 
 Per assignment, every submission's own code (:func:`autograder.assemble.own_code`: its solution
 cells and the cells it added, never a test) is cut into tokens by Pygments and normalised, one
-symbol per token: a local name (a variable, an argument, a function, a class, an attribute of
-``self``) is ``V``, a number ``N``, a string ``S``; comments, docstrings and whitespace are
-dropped; keywords, operators, builtins, the modules the notebook imports and the attributes of
-anything but ``self`` (``torch.softmax``, ``X.mean``) keep their spelling. copydetect's winnowing
-(the method of MOSS) picks the fingerprints of every :data:`K` tokens in a row; those of the
-released notebook, in every language (stubs, docstrings, given helpers, the install cell, the
-visible tests), are boilerplate and never count.
+symbol per token: a name the student chose (a variable, an argument, a function, a class, an
+attribute of ``self``) is ``V``, a number ``N``, a string ``S``; comments, docstrings and
+whitespace are dropped; keywords, operators, builtins, the modules the notebook imports, keyword
+arguments' names and the attributes of anything but ``self`` (``torch.softmax``, ``X.mean``) keep
+their spelling. The fingerprints are each statement (of :data:`MIN_STATEMENT` to :data:`K`
+tokens) and, in a longer one, runs of :data:`K` tokens chosen by copydetect's winnowing (the
+method of MOSS); none spans two statements, so reordered statements, bodies moved into helpers
+and a changed loop leave the other statements' fingerprints whole. Those of the released
+notebook, in every language (stubs, docstrings, given helpers, the install cell, the visible
+tests), are boilerplate and never count.
 
 A fingerprint that ``d`` submissions share weighs ``1 / (d - 1)``: shared by two, it is evidence;
-shared by many, it is the common way to write it. A pair's score is the weight of what it shares
-over the geometric mean of the two submissions' numbers of fingerprints. The pairs the step lists
-are those whose score is an outlier of the batch's own scores (:func:`threshold`) and that share at
-least :data:`MIN_SHARED` fingerprints' worth of weight. The same is done against the reference
-solution (a submission that matches it far more than the class does: a leaked solution) and,
-with ``--archive``, against earlier years' submissions.
+shared by many, it is the common way to write it. A pair's score is the weight it shares over
+the smaller of the two submissions' masses (what each could share at most): 1 when one holds
+nothing unusual that the other lacks. The pairs listed are those whose score is an outlier of the
+batch's own best matches (:func:`threshold`) and that share at least :data:`MIN_SHARED`. Each
+submission is compared with the reference solution the same way (a leaked solution), and with
+``--archive``'s earlier years' submissions.
 
 Output: ``OUT/similarity.json``, ``OUT/similarity.csv``, one page per listed pair in
 ``OUT/similarity/<assignment>/`` (both notebooks' own code side by side, each matched region
@@ -34,7 +37,6 @@ import html
 import json
 import keyword
 import re
-import statistics
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +75,7 @@ CONTEXT_PAIRS = 10
 
 REFERENCE = "reference solution"
 ARCHIVE_PREFIX = "archive/"
-_SEPARATOR = "\x00"  # between two cells: no symbol of a token
+_SEPARATOR = "\x00"  # the end of a statement or a cell: no symbol of a token
 
 
 class _Symbols(dict):
@@ -235,8 +237,8 @@ def _fill(doc: Document, known: set[str], boilerplate: set[int]) -> Document:
 
 
 def boilerplate_of(notebooks: list[dict], known: set[str]) -> set[int]:
-    """Every K-token fingerprint of every code cell of ``notebooks`` (the released notebooks and
-    the source's given cells): what no student wrote."""
+    """Every fingerprint of every code cell of ``notebooks`` (the released notebooks and the
+    source's given cells; all runs of K tokens, not only the winnowed ones): what no student wrote."""
     found: set[int] = set()
     for nb in notebooks:
         for cell in nb.get("cells", []):
@@ -579,7 +581,7 @@ def run(submissions: Path, out: Path, archive: Path | None = None, language: str
         for name, found in report["assignments"].items():
             for e in found["pairs"]:
                 writer.writerow([name, e["kind"], e["a"], e["b"], e["score"], e["threshold"], e["shared"],
-                                 e["listed"], " ".join(e["exercises"]), e.get("page", "")])
+                                 e["listed"], "; ".join(e["exercises"]), e.get("page", "")])
     return report
 
 
