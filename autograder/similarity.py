@@ -37,6 +37,7 @@ import html
 import json
 import keyword
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -79,10 +80,13 @@ _SEPARATOR = "\x00"  # the end of a statement or a cell: no symbol of a token
 
 
 class _Symbols(dict):
-    """One private-use character per kept spelling (``def``, ``(``, ``torch``, ``.mean``)."""
+    """One character per kept spelling (``def``, ``(``, ``torch``, ``.mean``): one of the 65,534 of
+    Unicode's plane 15 (private use), from a CRC of the spelling, so that a spelling has the same
+    symbol in every run and batch whatever came first (two of a few hundred spellings may share
+    one: a little less told apart, never more)."""
 
     def __missing__(self, text: str) -> str:
-        self[text] = chr(0xE000 + len(self))
+        self[text] = chr(0xF0000 + zlib.crc32(text.encode()) % 0xFFFE)
         return self[text]
 
 
