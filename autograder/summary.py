@@ -4,8 +4,9 @@ One self-contained page (plots drawn with matplotlib and embedded as ``data:`` U
 style inline, no script, nothing fetched from anywhere): for every assignment, the
 distribution of scores, the pass rate of every test and its most frequent failure
 messages; then every submission that was rejected (nothing could be graded) or stopped
-(the student's process was killed or ran out of time), with the reason. So one sees which
-idea the class has not understood, and which submissions need a human look. A class may mix the
+(the student's process was killed or ran out of time), with the reason; last, the pairs of
+submissions whose own code is unusually alike (:func:`autograder.similarity.section`). So one sees
+which idea the class has not understood, and which submissions need a human look. A class may mix the
 course's languages (each notebook names its own): every count and rate is over all of them, a
 column says how many submissions came in each, and a failure message is shown in the language it
 was written in.
