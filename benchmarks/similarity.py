@@ -16,11 +16,11 @@ solution (the solution's code, renamed). Every notebook is the released notebook
 Chinese) with its solution cells replaced; the seed makes the class the same on every run.
 
 **What it prints**, per chapter: each planted copy's rank in its assignment's list (1 = first)
-and whether it is listed; whether the leaked solution is listed as such; the honest pairs over
+and whether it is over the threshold (listed); whether the leaked solution is listed as such; the honest pairs over
 the threshold, per 100 students. Then the time of the step alone (``similarity.run``: reading,
 fingerprints, scores, pages) on one assignment with 100, 500 and 2,000 students, wall and CPU
 seconds (the CPU time is the steadier figure on a shared machine). Exit status 1 when a planted
-copy is not listed or more than 1 honest pair per 100 students is.
+copy is behind an honest pair or more than 1 honest pair per 100 students is over the threshold.
 """
 
 from __future__ import annotations
@@ -438,9 +438,9 @@ def detection(students: int, seed: int) -> bool:
                       f"{'listed' if listed else 'NOT LISTED'}")
             else:
                 rank, p = ranked.get(frozenset((copier, original)), (None, {"score": 0.0, "listed": False}))
-                listed = p["listed"]
-                print(f"    {copier:<32} rank {rank} score {p['score']:.3f} {'listed' if listed else 'NOT LISTED'}")
-            ok &= listed
+                print(f"    {copier:<32} rank {rank} score {p['score']:.3f} {'listed' if p['listed'] else 'NOT LISTED'}")
+                # leading the list: ahead of every honest pair (the planted pairs take the first places)
+                ok &= rank is not None and rank <= len(DISGUISES)
         honest_over = [p for p in pairs if p["listed"] and not (p["a"].startswith(("copy_", "leak"))
                                                                   or p["b"].startswith(("copy_", "leak")))]
         per_100 = 100 * len(honest_over) / students
@@ -479,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = detection(args.students, args.seed)
     if args.sizes:
         timing(args.sizes, args.seed)
-    print("every planted copy listed, at most 1 honest pair per 100 students: " + ("yes" if ok else "NO"))
+    print("every planted copy ahead of every honest pair, at most 1 honest pair over the threshold per 100 "
+          "students: " + ("yes" if ok else "NO"))
     return 0 if ok else 1
 
 
