@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import importlib.util
 import json
 import random
@@ -112,6 +113,7 @@ class _Rename(ast.NodeTransformer):
 
 
 def rename(tree: ast.AST, rng: random.Random, keep: set[str], style: str = "copy") -> ast.AST:
+    """Every name ``tree`` binds (but ``keep``'s) renamed, as ``<word>_<style><n>``."""
     names = sorted(_local_names(tree, keep))
     words = ["val", "tmp", "res", "acc", "buf", "arr", "item", "part", "piece", "thing", "data", "out"]
     new = {n: f"{rng.choice(words)}_{style}{i}" for i, n in enumerate(names)}
@@ -230,7 +232,9 @@ class _HonestHand(ast.NodeTransformer):
     def visit_Subscript(self, node):
         self.generic_visit(node)
         # X.shape[0] -> X.size(0)
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and self.rng.random() < 0.5:
+        index = node.slice.operand if isinstance(node.slice, ast.UnaryOp) else node.slice
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and isinstance(index, ast.Constant) \
+                and self.rng.random() < 0.5:
             return ast.Call(ast.Attribute(node.value.value, "size", ast.Load()), [node.slice], [])
         return node
 
@@ -380,13 +384,16 @@ def write(folder: Path, student: str, assignment: str, nb: tuple[str, dict]) -> 
     path.write_text(json.dumps(nb[1]), encoding="utf-8")
 
 
+@functools.cache
+def kept_names(assignment: str) -> frozenset[str]:
+    """The names a rewrite never renames: the exercises' own (the tests call them) and the modules
+    the notebook imports."""
+    return frozenset(pools(assignment)) | similarity.Assignment.load(assignment).known
+
+
 def honest_answers(assignment: str, pool: dict[str, list[str]], rng: random.Random) -> dict[str, str]:
-    keep = set(pool) | similarity.Assignment.load(assignment).known if assignment not in _KNOWN else _KNOWN[assignment]
-    _KNOWN[assignment] = keep
-    return {exercise: honest_hand(rng.choice(ways), rng, keep) for exercise, ways in pool.items()}
-
-
-_KNOWN: dict[str, set[str]] = {}
+    """One honest student's answers: a way drawn per exercise, in the student's own hand."""
+    return {exercise: honest_hand(rng.choice(ways), rng, kept_names(assignment)) for exercise, ways in pool.items()}
 
 
 def build_class(folder: Path, assignment: str, students: int, seed: int, planted: bool = True) -> dict[str, str]:
@@ -401,7 +408,7 @@ def build_class(folder: Path, assignment: str, students: int, seed: int, planted
         write(folder, f"s{n:04d}", assignment, notebook(assignment, honest[f"s{n:04d}"]))
     if not planted:
         return {}
-    keep = _KNOWN[assignment]
+    keep = kept_names(assignment)
     copies = {}
     originals = rng.sample(sorted(honest), len(DISGUISES))
     for how, original in zip(DISGUISES, originals):
