@@ -41,7 +41,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from copydetect.utils import winnow
 from pygments.lexers.python import PythonLexer
 from pygments.token import Comment, Name, Number, String, Text, Whitespace
 
@@ -203,6 +202,10 @@ def fingerprints(symbols: str, winnowed: bool = True):
         if len(statement) > K:
             hashes = _hashes(statement, K)
             if winnowed:
+                # imported here: copydetect's package imports matplotlib.pyplot (a second of CPU),
+                # which a grading process pays only when this step runs
+                from copydetect.utils import winnow
+
                 hashes, where = winnow(hashes, WINDOW, remove_duplicates=False)
             else:
                 where = np.arange(len(hashes))
