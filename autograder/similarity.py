@@ -202,7 +202,7 @@ def fingerprints(symbols: str, winnowed: bool = True):
         if len(statement) > K:
             hashes = _hashes(statement, K)
             if winnowed:
-                # imported here: copydetect's package imports matplotlib.pyplot (a second of CPU),
+                # imported here: copydetect's package imports matplotlib.pyplot (0.7 CPU-s on this machine),
                 # which a grading process pays only when this step runs
                 from copydetect.utils import winnow
 
