@@ -300,8 +300,9 @@ def grade(
     distributed address, ``tcp://HOST:PORT``) on that cluster's workers. Either way this
     process alone writes the gradebook and the ledger. With ``stage_times``, the time of
     every stage is added up in ``out/stages.json``. ``archive`` (earlier years' submissions)
-    and ``language`` (of its pages' words): :func:`autograder.similarity.run`. ``judges``: anything with the ``judge``
-    method of :class:`LocalJudges` (the coordinator's benchmark replays recorded results)."""
+    and ``language`` (of its pages' words): :func:`autograder.similarity.run`. ``judges``:
+    anything with the ``judge`` method of :class:`LocalJudges` (the coordinator's benchmark
+    replays recorded results)."""
     began = time.perf_counter()
     stages = Stages()
     limits = limits or Limits()
@@ -361,8 +362,6 @@ def grade(
     with stages.timed("similarity"):
         try:
             report = similarity.run(submissions, out, archive, language)
-        except course.GradingError:
-            raise  # the instructor's input: one line, as for the submissions
         except Exception as err:  # noqa: BLE001 - a fault of the step must not cost the batch its grades' files
             print(f"warning: the similarity step failed ({type(err).__name__}: {err}); "
                   "the grades are written without it", file=sys.stderr, flush=True)
