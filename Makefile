@@ -9,11 +9,12 @@ SUBMISSIONS ?=
 OUT ?= out
 DB ?=
 SCHEDULER ?=
+ARCHIVE ?=
 # make bench-grade: students per assignment (the size knob) and the assignments (default: those that train no model)
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox install-book-font system rehearsal book translations test test-fast release grade clean bench-grade bench-coordinator bench train-budget validate-slow figures-catalog
+.PHONY: install install-sandbox install-book-font system rehearsal book translations test test-fast release grade clean bench-grade bench-coordinator bench bench-similarity train-budget validate-slow figures-catalog
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -133,10 +134,11 @@ release: install
 	$(BIN)/python -m courseware release
 	$(BIN)/python -m courseware wheels _build/wheels
 
-# make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT]
+# make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<SQLAlchemy URL>] [SCHEDULER=tcp://HOST:PORT] [ARCHIVE=<dir>]
+# (ARCHIVE: earlier years' submissions, which the similarity step compares this batch with)
 grade: install install-sandbox
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>] [SCHEDULER=tcp://HOST:PORT]" >&2; exit 2; }
-	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [DB=<url>] [SCHEDULER=tcp://HOST:PORT] [ARCHIVE=<dir>]" >&2; exit 2; }
+	$(BIN)/python -m autograder grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB),--db "$(DB)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") $(if $(ARCHIVE),--archive "$(ARCHIVE)")
 
 clean:
 	rm -rf _build $(OUT) .pytest_cache node_modules
@@ -146,6 +148,12 @@ clean:
 # fails if any two runs disagree on a score. Last line: the speed-up and the ratio to nbgrader.
 bench-grade: $(STAMP) install-sandbox
 	$(BIN)/python -m benchmarks.grading --students $(STUDENTS) $(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS))
+
+# The similarity step (autograder/similarity.py) on a class built from the course's correct variants
+# with planted disguised copies, in three chapters: each copy's rank, the honest pairs over the
+# threshold per 100 students; then its time for 100, 500 and 2,000 students of one assignment.
+bench-similarity: $(STAMP)
+	$(BIN)/python -m benchmarks.similarity
 
 # The coordinator alone (no judging: real judge results recorded once, then replayed) on a
 # batch of REPLAY submissions, with a SQLite gradebook and then on a PostgreSQL server

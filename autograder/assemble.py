@@ -43,25 +43,51 @@ def _student_code(cell) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
+def _walk(source, submission):
+    """The cells of ``submission`` that the grader reads, in its order: ``(grade_id, cell)`` for a
+    cell whose ``grade_id`` the source notebook has (a solution, a test or a given cell: its place),
+    ``(None, cell)`` for a code cell the student added (no nbgrader metadata); other cells are left out."""
+    source_ids = {_meta(c).get("grade_id") for c in source["cells"] if _meta(c).get("grade_id")}
+    for cell in submission["cells"]:
+        grade_id = _meta(cell).get("grade_id")
+        if grade_id in source_ids:
+            yield grade_id, cell
+        elif cell.get("cell_type") == "code" and not _meta(cell):
+            yield None, cell
+
+
+def own_code(source, submission) -> list[tuple[str | None, str]]:
+    """The student's own code of ``submission``, in its order: ``(grade_id, code)`` of each
+    solution cell of ``source`` it answers (the first, when duplicated) and ``(None, code)`` of
+    each code cell it added. This is what :func:`assemble` puts into the graded notebook (and
+    what :mod:`autograder.similarity` compares); test and given cells are never the student's.
+    ``source`` and ``submission``: notebooks (or dicts) with ``cells``."""
+    solutions = {_meta(c).get("grade_id") for c in source["cells"] if kind_of(c) == "solution"}
+    own, seen = [], set()
+    for grade_id, cell in _walk(source, submission):
+        if cell.get("cell_type") != "code" or (grade_id is not None and (grade_id not in solutions or grade_id in seen)):
+            continue
+        seen.add(grade_id)
+        own.append((grade_id, _student_code(cell)))
+    return own
+
+
 def assemble(source: nbformat.NotebookNode, submission: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The source notebook with the submission's answers and extra cells in place."""
     from nbformat.v4 import new_code_cell
 
-    source_ids = {_meta(c).get("grade_id") for c in source.cells if _meta(c).get("grade_id")}
     answers: dict[str, str] = {}
     extras_before: dict[str | None, list] = {}
     pending: list = []
-    for cell in submission.cells:
-        grade_id = _meta(cell).get("grade_id")
-        if grade_id in source_ids:
+    for grade_id, cell in _walk(source, submission):
+        if grade_id is not None:
             if cell.get("cell_type") == "code":
                 answers.setdefault(grade_id, _student_code(cell))  # a duplicate counts once
             extras_before.setdefault(grade_id, []).extend(pending)
             pending = []
-        elif cell.get("cell_type") == "code" and not _meta(cell):
+        else:
             # a cell the student added (a helper, a scratch computation): runs where it stood
-            extra = new_code_cell(_student_code(cell))
-            pending.append(extra)
+            pending.append(new_code_cell(_student_code(cell)))
     extras_before.setdefault(None, []).extend(pending)
 
     graded = copy.deepcopy(source)

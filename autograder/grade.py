@@ -8,6 +8,9 @@ Output (``OUT``):
 * ``report.json``: every test cell's result per submission;
 * ``feedback/<student_id>/<assignment>/<notebook>.html``: the pages to return;
 * ``summary.html``: the batch at a glance for the instructor (:mod:`autograder.summary`);
+* ``similarity.json``, ``similarity.csv``, ``similarity/``: the pairs of submissions whose own
+  code is unusually alike, and a page per pair (:mod:`autograder.similarity`, run here, by the
+  coordinator, after the judging, also when the judges ran on a Dask cluster);
 * ``course/``: the nbgrader course folder (source, submitted, autograded, gradebook) and
   ``course/ledger/``, one file per graded submission.
 
@@ -41,7 +44,7 @@ from pathlib import Path
 import nbformat
 
 from attention_course import i18n
-from autograder import assemble, course, summary
+from autograder import assemble, course, similarity, summary
 from autograder.books import Books, make_feedback, stale_feedback
 from autograder.feedback import localise_mathjax
 from autograder.entry import judge_and_finish
@@ -289,14 +292,18 @@ def grade(
     scheduler: str | None = None,
     stage_times: bool = False,
     judges=None,
+    archive: Path | None = None,
+    language: str = i18n.ENGLISH,
 ) -> list[Result]:
     """Grade every submission under ``submissions`` into ``out``; return the results.
 
     Judges run on this machine (up to ``workers`` at once), or with ``scheduler`` (a Dask
     distributed address, ``tcp://HOST:PORT``) on that cluster's workers. Either way this
     process alone writes the gradebook and the ledger. With ``stage_times``, the time of
-    every stage is added up in ``out/stages.json``. ``judges``: anything with the ``judge``
-    method of :class:`LocalJudges` (the coordinator's benchmark replays recorded results)."""
+    every stage is added up in ``out/stages.json``. ``archive`` (earlier years' submissions)
+    and ``language`` (of its pages' words): :func:`autograder.similarity.run`. ``judges``:
+    anything with the ``judge`` method of :class:`LocalJudges` (the coordinator's benchmark
+    replays recorded results)."""
     began = time.perf_counter()
     stages = Stages()
     limits = limits or Limits()
@@ -304,6 +311,8 @@ def grade(
     # nbgrader's converters change the working directory while they run (see autograder.books)
     submissions, out = submissions.resolve(), out.resolve()
     subs = find_submissions(submissions)
+    if archive is not None and not archive.is_dir():  # said before the judging, not after it
+        raise course.GradingError(f"archive folder {archive} does not exist or is not a folder")
     root = out / "course"
     if judges is not None:
         pass
@@ -351,8 +360,15 @@ def grade(
         stale = stale_feedback(root, [(r.student_id, r.assignment) for r in results if r.status == "graded"])
         for failure in make_feedback(root, stale, workers):
             print(f"warning: {failure}", file=sys.stderr, flush=True)
+    with stages.timed("similarity"):
+        try:
+            report = similarity.run(submissions, out, archive, language)
+        except Exception as err:  # noqa: BLE001 - a fault of the step must not cost the batch its grades' files
+            print(f"warning: the similarity step failed ({type(err).__name__}: {err}); "
+                  "the grades are written without it", file=sys.stderr, flush=True)
+            report = None
     with stages.timed("outputs"):
-        _write_outputs(root, out, results)
+        _write_outputs(root, out, results, report)
     if stage_times:
         stages.write(out / "stages.json", submissions=len(todo), wall=time.perf_counter() - began,
                      workers=workers if not scheduler else None, scheduler=scheduler)
@@ -364,7 +380,7 @@ def grade(
     return results
 
 
-def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
+def _write_outputs(root: Path, out: Path, results: list[Result], report: dict | None = None) -> None:
     results = sorted(results, key=lambda r: (r.student_id, r.assignment))
     with open(out / "grades.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
@@ -372,7 +388,7 @@ def _write_outputs(root: Path, out: Path, results: list[Result]) -> None:
         for result in results:
             writer.writerow(result.row())
     (out / "report.json").write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
-    summary.write(results, out / "summary.html")
+    summary.write(results, out / "summary.html", similarity.section(report))
     feedback = out / "feedback"
     if feedback.exists():
         shutil.rmtree(feedback)

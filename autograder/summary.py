@@ -4,8 +4,9 @@ One self-contained page (plots drawn with matplotlib and embedded as ``data:`` U
 style inline, no script, nothing fetched from anywhere): for every assignment, the
 distribution of scores, the pass rate of every test and its most frequent failure
 messages; then every submission that was rejected (nothing could be graded) or stopped
-(the student's process was killed or ran out of time), with the reason. So one sees which
-idea the class has not understood, and which submissions need a human look. A class may mix the
+(the student's process was killed or ran out of time), with the reason; last, the pairs of
+submissions whose own code is unusually alike (:func:`autograder.similarity.section`). So one sees
+which idea the class has not understood, and which submissions need a human look. A class may mix the
 course's languages (each notebook names its own): every count and rate is over all of them, a
 column says how many submissions came in each, and a failure message is shown in the language it
 was written in.
@@ -89,8 +90,10 @@ def _languages(results: list) -> str:
     return ", ".join(f"{html.escape(language)} {n}" for language, n in sorted(counts.items()))
 
 
-def render(results: list) -> str:
-    """The page's HTML for ``results`` (:class:`autograder.grade.Result` objects)."""
+def render(results: list, similar: str = "") -> str:
+    """The page's HTML for ``results`` (:class:`autograder.grade.Result` objects); ``similar``:
+    the section of the submissions whose own code is unusually alike
+    (:func:`autograder.similarity.section`), after the rejected and stopped ones."""
     by_assignment: dict[str, list] = collections.defaultdict(list)
     for r in results:
         by_assignment[r.assignment].append(r)
@@ -135,6 +138,7 @@ def render(results: list) -> str:
         parts.append("</table>")
     else:
         parts.append('<p class="muted">None: every submission was graded to the end.</p>')
+    parts.append(similar)
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -211,6 +215,6 @@ def _shortcuts_section(results: list) -> str:
     return "\n".join(out)
 
 
-def write(results: list, path: Path) -> None:
-    """Write the summary page of ``results`` to ``path``."""
-    path.write_text(render(results), encoding="utf-8")
+def write(results: list, path: Path, similar: str = "") -> None:
+    """Write the summary page of ``results`` (and the section ``similar``) to ``path``."""
+    path.write_text(render(results, similar), encoding="utf-8")

@@ -34,6 +34,8 @@ GRADER = (
     "rfc3339-validator", "rfc3986-validator", "rfc3987-syntax", "lark", "fqdn", "isoduration", "arrow",
     "uri-template", "webcolors", "mistune", "bleach", "tinycss2", "webencodings", "beautifulsoup4",
     "soupsieve", "defusedxml", "pandocfilters",
+    # the similarity step at the end of a batch (autograder/similarity.py): winnowing
+    "copydetect",
     # the student's process in the sandbox runs the cells through IPython's shell (autograder/runner.py)
     "ipython", "ipython_pygments_lexers", "jedi", "parso", "matplotlib-inline", "pexpect", "ptyprocess",
     "prompt_toolkit", "wcwidth", "stack-data", "executing", "asttokens", "pure_eval",

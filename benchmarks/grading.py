@@ -143,7 +143,7 @@ def grade_ours(subs: Path, out: Path, workers: int) -> tuple[float, float, dict,
 
 
 STAGE_ORDER = ["course set-up", "assembly", *JUDGE_STAGES, FINISH_STAGE, "gradebook entry", "ledger",
-               "feedback pages", "outputs"]
+               "feedback pages", "similarity", "outputs"]
 
 
 def print_stages(n: int, runs: list[tuple[str, dict]]) -> None:

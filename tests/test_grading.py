@@ -250,31 +250,54 @@ def test_feedback_math_is_typeset_offline_and_where_the_page_goes_alone(graded, 
 
 
 @pytest.mark.slow
-def test_feedback_pages_and_summary_meet_wcag_21_aa(graded):
+def test_feedback_pages_and_summary_meet_wcag_21_aa(graded, tmp_path):
     """axe-core (tests/a11y.py), WCAG 2.1 A and AA, in one Chromium: a feedback page of a failed
-    submission in each language (code, outputs, error messages, links) and summary.html."""
+    submission in each language (code, outputs, error messages, links) and summary.html; and the
+    similarity step's pages, a pair's side by side and summary.html's section, in each language,
+    on a small class with planted copies (benchmarks/similarity.py; the step alone, no grading)."""
     if browser.find_chromium() is None:
         pytest.fail(f"Chromium not found; install it: {browser.INSTALL_HINT}")
     source = a11y.axe_source()
     if source is None:
         pytest.fail(f"axe-core is not installed: {a11y.INSTALL_HINT}")
     import cdp
+    from autograder import similarity, summary
+    from benchmarks import similarity as similar_class
 
     assignment = next(a for a, students in languages.twins(layout.assignments()).items() if "wrong_zh" in students)
     pages = [f"feedback/{student}/{assignment}/{next((graded / 'feedback' / student / assignment).glob('*.html')).name}"
              for student in ("wrong_en", "wrong_zh")] + ["summary.html"]
+    similar_class.build_class(tmp_path / "subs", "ch02_scoring_functions", 8, seed=0)
+    for language in ("en", "zh_CN"):
+        report = similarity.run(tmp_path / "subs", tmp_path / language, language=language)
+        summary.write([], tmp_path / language / "summary.html", similarity.section(report))
+        pair = next(e for e in report["assignments"]["ch02_scoring_functions"]["pairs"] if e["listed"])
+        pages += [f"similar/{language}/{pair['page']}", f"similar/{language}/summary.html"]
     problems, langs = [], {}
-    with browser.serve(graded) as base, cdp.chromium_page(width=1280, height=2000) as page:
+    with browser.serve(graded) as base, browser.serve(tmp_path) as similar, \
+            cdp.chromium_page(width=1280, height=2000) as page:
         for doc in pages:
-            url = f"{base}/{doc}"
+            url = f"{similar}/{doc.removeprefix('similar/')}" if doc.startswith("similar/") else f"{base}/{doc}"
             page.goto(url)
             page.wait_for(f"location.href === {json.dumps(url)} && document.readyState === 'complete'", what=f"{doc} to load")
             page.wait_for("!window.MathJax || !MathJax.startup || MathJax.startup.promise.then(() => true)",
                           what=f"MathJax on {doc}")
             langs[doc] = page.evaluate("document.documentElement.lang")
             problems += a11y.describe(doc, a11y.run_axe(page, source))
-    assert list(langs.values()) == ["en", "zh-CN", "en"], langs
+    assert list(langs.values()) == ["en", "zh-CN", "en", "en", "en", "zh-CN", "en"], langs
     assert not problems, f"{len(problems)} violations of WCAG 2.1 AA:\n" + "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_grading_writes_the_similarity_step(graded):
+    """`make grade` ends with the similarity step (tests/test_similarity.py tests what it finds):
+    its files, every assignment of the batch compared, and its section of summary.html."""
+    report = json.loads((graded / "similarity.json").read_text())
+    assert sorted(report["assignments"]) == course.assignments()
+    assert all(found["compared"] >= 2 for found in report["assignments"].values())
+    rows = list(csv.DictReader(open(graded / "similarity.csv", encoding="utf-8")))
+    assert rows and {r["assignment"] for r in rows} <= set(course.assignments())
+    assert 'id="similarity"' in (graded / "summary.html").read_text()
 
 
 # ----------------------------------------------------------------------------- a class in two languages
