@@ -3,9 +3,9 @@
 A :class:`Piece` is one text of a cell's source with the span it occupies there:
 
 * Markdown: a heading, a paragraph, a list item (a question's option without its letter), a
-  table row (a row of numbers and code alone is no piece); formulas on their own and code
-  blocks stay as they are. Lines are joined: a paragraph is one line of text, as in Sphinx's
-  catalogs of the book.
+  table row (a row of numbers and code alone is no piece), each comment of a fenced Python block
+  (the code stays as it is); formulas on their own stay as they are. Lines are joined: a paragraph
+  is one line of text, as in Sphinx's catalogs of the book.
 * Code (never inside ``### BEGIN/END SOLUTION``; of a test cell, only its comments): each docstring's
   paragraphs, and in a docstring's sections (``Args:``, ``Returns:``, ...) each item; each
   comment (a block of full-line comments is one piece); the words of a string a cell prints
@@ -317,8 +317,22 @@ def markdown_pieces(source: str) -> list[Piece]:
         elif tok.type == "blockquote_open" and words("\n".join(lines[first:last])):
             add("\n".join(lines[first:last]).strip(), first, last,
                 "Markdown: a quotation (keep the > at the start of each line)", lambda t: t.strip())
-        # code blocks, fences, HTML and rules stay as they are
+        elif tok.type == "fence" and tok.info.strip() in ("python", "py", "python3", "ipython3") and last - first > 2:
+            pieces += _fenced_comment_pieces(lines, starts, first + 1, last - 1)
+        # the code of a fence, indented code blocks, HTML and rules stay as they are
         i += 1
+    return pieces
+
+
+def _fenced_comment_pieces(lines: list[str], starts: list[int], first: int, last: int) -> list[Piece]:
+    """The comments of the Python in a Markdown cell's fenced block (lines [first, last)): the code
+    stays as it is, its comments are read like a code cell's, each piece placed in the cell."""
+    code = "\n".join(lines[first:last]) + "\n"
+    pieces = _comment_pieces(code, code.splitlines(), _line_starts(code), set())
+    for piece in pieces:
+        piece.start, piece.end = piece.start + starts[first], piece.end + starts[first]
+        piece.line += first
+        piece.kind += " of a code block in Markdown"
     return pieces
 
 

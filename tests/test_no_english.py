@@ -30,7 +30,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # snake_case and CamelCase names, keyword arguments, words with digits (float32, 4x), shapes' letters.
 _QUOTED = re.compile(r"``.+?``|`[^`]+`|\{[^{}]*\}|\$[^$]+\$|“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^'\s][^']*'(?!s\b)"
                      r"|（[\x20-\x7e]*）|《[^》]*》|\*[^*]*→[^*]*\*")  # and a term's English gloss, a title, a menu path
-_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)|\((?:\s*[a-z_]\w*\s*,)+\s*[a-z_]\w*\s*\)")
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)|\((?:\s*[A-Za-z_]\w*\s*,)+\s*[a-z_]\w*\s*\)")
 _NAME = re.compile(r"[A-Za-z_]?\w*(?:(?:\[[^\[\]]*\])*\.[A-Za-z_]\w*)+|\b[A-Za-z]\w*_\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+=\S+|\b\w*\d\w*\b"
                    r"|\b[A-Z]{2,}\b")
 _WORD = re.compile(r"(?<![\w'])[A-Za-z][a-z]+(?:-[A-Za-z][a-z]+)*")
@@ -203,15 +203,20 @@ def test_the_install_cell_speaks_chinese():
 
 
 def test_the_docstrings_and_comments_of_a_chinese_notebook_are_chinese():
-    """What is left to read in the course and exercise cells of a Chinese notebook once translated:
-    a docstring's item keeps its name (``temperature, top_k:``), a call its code; no English prose
-    the tooling made the translator keep (``max(running_max, the block's largest entry)``)."""
+    """What is left to read in the course and exercise cells of a Chinese notebook once translated,
+    and in the comments of its Markdown's Python blocks: a docstring's item keeps its name
+    (``temperature, top_k:``), a call its code; no English prose the tooling made the translator
+    keep (``max(running_max, the block's largest entry)``)."""
     left = []
     for assignment, _, chinese in _chinese_notebooks():
         for cell in chinese.cells:
-            if cell.cell_type != "code" or nbt.is_test_cell(cell) or "use_language" in cell.source:
+            if cell.cell_type == "markdown":  # the comments of its Python blocks (the notes' code, retyped)
+                pieces = [p for p in translatable.markdown_pieces(cell.source) if p.kind.endswith("code block in Markdown")]
+            elif cell.cell_type != "code" or nbt.is_test_cell(cell) or "use_language" in cell.source:
                 continue
-            for piece in translatable.code_pieces(cell.source):
+            else:
+                pieces = translatable.code_pieces(cell.source)
+            for piece in pieces:
                 text = piece.text[len(translatable._named_prefix(piece.text) or ""):]
                 if english(text):
                     left.append(f"{assignment}: {piece.text[:100]!r} ({', '.join(english(text))})")
