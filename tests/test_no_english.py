@@ -268,8 +268,8 @@ def style_problems(text: str, english: str) -> list[str]:
     found = []
     if re.search(r"[0-9}] %", text):
         found.append("a space before %")
-    if "编码器–解码器" in text:
-        found.append("an en dash between two terms")
+    if re.search(r"[\u4e00-\u9fff]–[\u4e00-\u9fff]", text):
+        found.append("an en dash between two terms (编码器-解码器, 查询-键对)")
     found += [f"a parenthesis inside another: {m.group(0)[:40]}" for m in NESTED.finditer(text)
               if m.group(0) not in english]
     found += [f"{word}: write {instead}" for word, instead in SPOKEN.items() if word in text and word not in english]
@@ -279,6 +279,7 @@ def style_problems(text: str, english: str) -> list[str]:
 def test_the_style_check_catches_what_it_should():
     assert style_problems("准确率为 93%，（即**键值缓存**，KV 缓存）", "") == []
     assert len(style_problems("（即**键值缓存**（key-value cache），也常简称 KV 缓存）每一步便宜 40 %", "")) == 3
+    assert style_problems("查询–键对", "") and not style_problems("Nadaraya–Watson 核回归", "")
     assert style_problems("笔记说“（甲（乙））”", "“（甲（乙））”") == []
 
 
