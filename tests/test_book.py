@@ -1055,11 +1055,12 @@ READ_PAGE = r"""(async () => {
 
 
 #: Every display equation of the page (MathJax's ``mjx-container[display="true"]``) as laid out in the
-#: window as it is now: how many pixels of it are out of its box (it then scrolls sideways, if its
-#: box lets it), where its right edge is, and how far it runs under its number, "(3.1)".
-EQUATIONS = r"""(async () => {
-  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
-  return {width: window.innerWidth, equations: [...document.querySelectorAll('mjx-container[display="true"]')].map(box => {
+#: window as it is now (reading a box's size lays the page out at the window's width first, so no
+#: wait is needed after a resize): how many pixels of it are out of its box (it then scrolls
+#: sideways, if its box lets it), where its right edge is, and how far it runs under its number.
+EQUATIONS = r"""(() => ({
+  width: window.innerWidth,
+  equations: [...document.querySelectorAll('mjx-container[display="true"]')].map(box => {
     const math = (box.querySelector("svg") || box).getBoundingClientRect();
     const shown = box.getBoundingClientRect();
     const number = box.closest("div.math") && box.closest("div.math").querySelector(".eqno");
@@ -1073,8 +1074,8 @@ EQUATIONS = r"""(async () => {
       right: Math.round(shown.right),
       under_number: beside ? Math.round(Math.min(math.right, shown.right) - label.left) : 0,
     };
-  })};
-})()"""
+  }),
+}))()"""
 
 #: the widths at which every display equation is read: a laptop's (nothing may be cut off) and a
 #: phone's (an equation wider than the column scrolls sideways in its own box)
