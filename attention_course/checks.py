@@ -17,7 +17,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from attention_course.i18n import gettext as _
+from attention_course.i18n import gettext
+
+#: a space a joined name leaves between a full-width closing mark and Chinese: "（40 不是 16 的倍数） 的 O"
+_SPACE_AFTER_FULL_WIDTH = re.compile(r"(?<=[）」』”》])[ ]+(?=[\u4e00-\u9fff])")
+
+
+class _Message(str):
+    """A failure message's template, translated: formatted, it drops the space that a test's name
+    joined from pieces (``name + "'s O"``, the piece " 的 O" in Chinese) leaves after a full-width
+    closing mark, which Chinese writes with no space (docs/translating.md)."""
+
+    def format(self, *args, **kwargs) -> str:
+        return _SPACE_AFTER_FULL_WIDTH.sub("", str.format(self, *args, **kwargs))
+
+
+def _(message: str) -> _Message:
+    return _Message(gettext(message))
 
 
 def _is_tensor(x: Any) -> bool:

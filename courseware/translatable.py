@@ -3,9 +3,9 @@
 A :class:`Piece` is one text of a cell's source with the span it occupies there:
 
 * Markdown: a heading, a paragraph, a list item (a question's option without its letter), a
-  table row (a row of numbers and code alone is no piece); formulas on their own and code
-  blocks stay as they are. Lines are joined: a paragraph is one line of text, as in Sphinx's
-  catalogs of the book.
+  table row (a row of numbers and code alone is no piece), each comment of a fenced Python block
+  (the code stays as it is); formulas on their own stay as they are. Lines are joined: a paragraph
+  is one line of text, as in Sphinx's catalogs of the book.
 * Code (never inside ``### BEGIN/END SOLUTION``; of a test cell, only its comments): each docstring's
   paragraphs, and in a docstring's sections (``Args:``, ``Returns:``, ...) each item; each
   comment (a block of full-line comments is one piece); the words of a string a cell prints
@@ -161,31 +161,46 @@ def _is_cjk(char: str) -> bool:
     return bool(re.match(f"[{_CJK}]", char))
 
 
+#: where a Chinese line breaks best: after a clause's punctuation, not inside a word (可以 / 导入)
+CLAUSE_END = set("，。、：；！？）")
+#: how far back (a share of the line) a break may move to fall after a clause's punctuation
+CLAUSE_REACH = 0.4
+
+
 def wrap(text: str, first: int, later: int, keep_spaces: bool = False) -> list[str]:
     """``text`` in lines of at most ``first`` columns (the first line) and ``later`` (the others),
-    broken at spaces and between CJK characters, never inside inline code, never before closing
-    or after opening punctuation, and without a last line of one or two characters. A word longer
-    than the line gets a line of its own. ``keep_spaces``: a space where a line breaks stays at the
-    end of the line (the lines of a string literal, joined, give the text back)."""
+    broken at spaces and between CJK characters, never inside inline code or inside a half-width
+    bracket (``normal(0, 0.02)``, ``(B, 1, T)``), never before closing or after opening
+    punctuation, and without a last line of one or two characters; in Chinese after a clause's
+    punctuation where one lies near the line's end (a break between two characters may cut a
+    word). A word longer than the line gets a line of its own. ``keep_spaces``: a space where a line
+    breaks stays at the end of the line (the lines of a string literal, joined, give the text back)."""
     atoms: list[list[str]] = []  # [text, space before it]
-    space = ""
+    space, depth = "", 0
     for unit in _UNITS.findall(text.strip()):
         if unit.isspace():
             space = unit if keep_spaces else " "
             continue
-        glued = atoms and not space and (
-            unit[0] in NO_LINE_START or atoms[-1][0][-1] in NO_LINE_END
-            or not (_is_cjk(unit[0]) or _is_cjk(atoms[-1][0][-1])))
-        if glued:
+        if depth and atoms:  # inside a half-width bracket: code or a shape, kept on one line
+            atoms[-1][0] += space + unit
+        elif atoms and not space and (
+                unit[0] in NO_LINE_START or atoms[-1][0][-1] in NO_LINE_END
+                or not (_is_cjk(unit[0]) or _is_cjk(atoms[-1][0][-1]))):
             atoms[-1][0] += unit
         else:
             atoms.append([unit, space])
+        if not unit.startswith("`"):
+            depth = max(0, depth + sum(unit.count(c) for c in "([") - sum(unit.count(c) for c in ")]"))
         space = ""
     lines: list[list[list[str]]] = [[]]
     for atom in atoms:
         room = first if len(lines) == 1 else later
         if lines[-1] and width(_join(lines[-1] + [atom])) > room:
-            lines.append([])
+            line = lines[-1]
+            ends = [k for k in range(1, len(line)) if line[k - 1][0][-1] in CLAUSE_END]
+            tail = line[ends[-1]:] if ends else []
+            lines[-1] = line[:len(line) - len(tail)] if tail and width(_join(tail)) <= CLAUSE_REACH * room else line
+            lines.append(tail if lines[-1] is not line else [])
         lines[-1].append(atom)
     # no orphan: a last line this short takes the previous line's last atom, if it fits
     while len(lines) > 1 and len(lines[-2]) > 1 and width(_join(lines[-1])) <= 4 \
@@ -319,8 +334,22 @@ def markdown_pieces(source: str) -> list[Piece]:
         elif tok.type == "blockquote_open" and words("\n".join(lines[first:last])):
             add("\n".join(lines[first:last]).strip(), first, last,
                 "Markdown: a quotation (keep the > at the start of each line)", lambda t: t.strip())
-        # code blocks, fences, HTML and rules stay as they are
+        elif tok.type == "fence" and tok.info.strip() in ("python", "py", "python3", "ipython3") and last - first > 2:
+            pieces += _fenced_comment_pieces(lines, starts, first + 1, last - 1)
+        # the code of a fence, indented code blocks, HTML and rules stay as they are
         i += 1
+    return pieces
+
+
+def _fenced_comment_pieces(lines: list[str], starts: list[int], first: int, last: int) -> list[Piece]:
+    """The comments of the Python in a Markdown cell's fenced block (lines [first, last)): the code
+    stays as it is, its comments are read like a code cell's, each piece placed in the cell."""
+    code = "\n".join(lines[first:last]) + "\n"
+    pieces = _comment_pieces(code, code.splitlines(), _line_starts(code), set())
+    for piece in pieces:
+        piece.start, piece.end = piece.start + starts[first], piece.end + starts[first]
+        piece.line += first
+        piece.kind += " of a code block in Markdown"
     return pieces
 
 

@@ -1054,6 +1054,34 @@ READ_PAGE = r"""(async () => {
 })()"""
 
 
+#: Every display equation of the page (MathJax's ``mjx-container[display="true"]``) as laid out in the
+#: window as it is now (reading a box's size lays the page out at the window's width first, so no
+#: wait is needed after a resize): how many pixels of it are out of its box (it then scrolls
+#: sideways, if its box lets it), where its right edge is, and how far it runs under its number.
+EQUATIONS = r"""(() => ({
+  width: window.innerWidth,
+  equations: [...document.querySelectorAll('mjx-container[display="true"]')].map(box => {
+    const math = (box.querySelector("svg") || box).getBoundingClientRect();
+    const shown = box.getBoundingClientRect();
+    const number = box.closest("div.math") && box.closest("div.math").querySelector(".eqno");
+    const label = number ? number.getBoundingClientRect() : null;
+    const beside = label && label.width && label.top < math.bottom && math.top < label.bottom;
+    return {
+      tex: (box.getAttribute("aria-label") || box.textContent).replace(/\s+/g, " ").trim().slice(0, 60),
+      number: number ? number.textContent.replace(/[#¶]/g, "").trim() : "",
+      overflow: box.scrollWidth - box.clientWidth,
+      scrolls: ["auto", "scroll"].includes(getComputedStyle(box).overflowX),
+      right: Math.round(shown.right),
+      under_number: beside ? Math.round(Math.min(math.right, shown.right) - label.left) : 0,
+    };
+  }),
+}))()"""
+
+#: the widths at which every display equation is read: a laptop's (nothing may be cut off) and a
+#: phone's (an equation wider than the column scrolls sideways in its own box)
+EQUATION_WIDTHS = (1280, 390)
+
+
 def _switch_pages() -> list[str]:
     """The pages whose language switch the browser clicks: the front page, a chapter, an exercise."""
     return [toc()["root"], chapter_docs()[0], exercise_docs()[0]]
@@ -1106,6 +1134,12 @@ def reading(html, book) -> dict:
                 pages[doc]["axe"] = a11y.run_axe(page, axe) if axe is not None else None
                 pages[doc]["figures"] = page.evaluate(a11y.FIGURES)
                 pages[doc]["screenshot"] = str(page.screenshot(shots / (doc.replace("/", "__") + ".png")))
+                pages[doc]["equations"] = {EQUATION_WIDTHS[0]: page.evaluate(EQUATIONS)}
+                if pages[doc]["equations"][EQUATION_WIDTHS[0]]["equations"]:  # the same page, phone-wide
+                    page.call("Emulation.setDeviceMetricsOverride", width=EQUATION_WIDTHS[1], height=900,
+                              deviceScaleFactor=1, mobile=False)  # a layout 390 px wide, whatever overflows
+                    pages[doc]["equations"][EQUATION_WIDTHS[1]] = page.evaluate(EQUATIONS)
+                    page.call("Emulation.clearDeviceMetricsOverride")
             for doc, lang in [(f"{ZH}/{d}", "en") for d in _switch_pages()] + [(d, "zh-CN") for d in _switch_pages()]:
                 read(doc)
                 page.click("a.btn-language-switch")
@@ -1144,6 +1178,54 @@ def test_chinese_pages_show_no_tofu_and_fit_the_window(reading):
         if seen["header_overflow"] > 1:
             problems.append(f"{doc}: the header's buttons stick out {seen['header_overflow']:.0f} px")
     assert not problems, "\n".join(problems)
+
+
+def equation_problems(pages: dict) -> tuple[int, list[str]]:
+    """How many display equations :data:`EQUATIONS` read (at each width of :data:`EQUATION_WIDTHS`),
+    and what a reader would miss: at the laptop's width an equation cut off at its box's edge (a
+    scroll bar under it) or running under its number; at the phone's, one that neither fits nor
+    scrolls, or that sticks out of the window."""
+    laptop, phone = EQUATION_WIDTHS
+    count, problems = 0, []
+    for doc, seen in pages.items():
+        for width, found in seen.get("equations", {}).items():
+            if found["width"] != width:
+                problems.append(f"{doc}: read at {found['width']} px, not {width}")
+            for eq in found["equations"]:
+                count += 1
+                what = f"{doc} at {width} px: the equation {eq['number'] or eq['tex']!r}"
+                if width == laptop and eq["overflow"] > 1:
+                    problems.append(f"{what} is {eq['overflow']} px wider than its box (cut off, a scroll bar under it)")
+                if width == laptop and eq["under_number"] > 1:
+                    problems.append(f"{what} runs {eq['under_number']} px under its number")
+                if width == phone and eq["overflow"] > 1 and not eq["scrolls"]:
+                    problems.append(f"{what} is {eq['overflow']} px wider than its box, which does not scroll")
+                if eq["right"] > width + 1:
+                    problems.append(f"{what} sticks out of the window to x = {eq['right']}")
+    return count, problems
+
+
+@pytest.mark.slow
+def test_every_display_equation_can_be_read_at_a_laptops_and_a_phones_width(reading):
+    """Every display equation of both editions, in the same visit as the other checks: at 1280 px
+    nothing is cut off (no equation wider than the column, none under its number); at 390 px an
+    equation wider than the column scrolls in its own box."""
+    count, problems = equation_problems(reading["pages"])
+    print(f"\n{count} display equations read ({' and '.join(f'{w} px' for w in EQUATION_WIDTHS)})")
+    assert count > 0, "no display equation found on any page"
+    assert not problems, f"{len(problems)} of {count}:\n" + "\n".join(problems)
+
+
+def test_the_equation_check_catches_what_it_should():
+    ok = {"tex": "x", "number": "(1.1)", "overflow": 0, "scrolls": True, "right": 800, "under_number": 0}
+    pages = {"a": {"equations": {1280: {"width": 1280, "equations": [ok, {**ok, "overflow": 40}, {**ok, "under_number": 9}]},
+                                 390: {"width": 390, "equations": [{**ok, "overflow": 200, "right": 380},
+                                                                   {**ok, "overflow": 200, "scrolls": False, "right": 380},
+                                                                   {**ok, "right": 600}]}}}}
+    count, problems = equation_problems(pages)
+    assert count == 6 and len(problems) == 4, problems
+    assert "cut off" in problems[0] and "under its number" in problems[1] and "does not scroll" in problems[2]
+    assert "sticks out" in problems[3]
 
 
 @pytest.mark.slow

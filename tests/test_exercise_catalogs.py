@@ -239,9 +239,11 @@ def test_update_marks_changed_english_fuzzy_and_removed_english_obsolete(tmp_pat
 def test_the_markdown_pieces():
     source = ("## 2. The kernels\n\nA paragraph that goes\non over two lines, with $x^2$ and `code`.\n\n$$y = 1$$\n\n"
               "- (a) An option,\n  on two lines.\n- **b.** Another option.\n\n1. A step.\n\n"
-              "| kernel | $K$ |\n| --- | --- |\n| boxcar | $1$ |\n| 3 | `x` |\n\n```python\nx = 1  # code\n```\n")
+              "| kernel | $K$ |\n| --- | --- |\n| boxcar | $1$ |\n| 3 | `x` |\n\n```python\nx = 1  # one\n```\n")
     pieces = tr.markdown_pieces(source)
-    assert [(p.text, p.kind.split(": ")[1]) for p in pieces] == [
+    # a Python block's code stays; its comments are pieces, as a code cell's
+    assert (pieces[-1].text, pieces[-1].kind) == ("one", "a comment after code of a code block in Markdown")
+    assert [(p.text, p.kind.split(": ")[1]) for p in pieces[:-1]] == [
         ("2. The kernels", "a heading"),
         ("A paragraph that goes on over two lines, with $x^2$ and `code`.", "a paragraph"),
         ("An option, on two lines.", "option (a) of a question"),
@@ -251,9 +253,9 @@ def test_the_markdown_pieces():
         ("| boxcar | $1$ |", "a table row (keep its cells and the | between them)"),
     ]
     out = tr.substitute(source, pieces, ["2. 核函数", "这一段有 $x^2$ 和 `code`。", "一个选项，\n分两行。", "另一个选项。",
-                                         "一步。", "| 核函数 | $K$ |", "| 箱式核 | $1$ |"])
+                                         "一步。", "| 核函数 | $K$ |", "| 箱式核 | $1$ |", "一"])
     assert out == ("## 2. 核函数\n\n这一段有 $x^2$ 和 `code`。\n\n$$y = 1$$\n\n- (a) 一个选项，\n  分两行。\n- **b.** 另一个选项。\n\n"
-                   "1. 一步。\n\n| 核函数 | $K$ |\n| --- | --- |\n| 箱式核 | $1$ |\n| 3 | `x` |\n\n```python\nx = 1  # code\n```\n")
+                   "1. 一步。\n\n| 核函数 | $K$ |\n| --- | --- |\n| 箱式核 | $1$ |\n| 3 | `x` |\n\n```python\nx = 1  # 一\n```\n")
 
 
 def test_the_code_pieces():
@@ -314,3 +316,15 @@ def test_wrapping_keeps_code_whole_and_punctuation_off_the_line_start():
     assert all(tr.width(line) <= 40 for line in lines), lines
     assert not any(line[0] in tr.NO_LINE_START for line in lines), lines
     assert any("``np.exp(x - x.max())``" in line for line in lines)
+
+
+def test_wrapping_breaks_chinese_after_a_clause_and_never_inside_a_bracket():
+    """A break between two Chinese characters may cut a word (可以 / 导入): near the line's end, a
+    clause's punctuation is the break; a half-width bracket (code, a shape) stays on one line."""
+    text = ("请先运行这个单元格。缺少本章的课程包（attention_course）时，它会安装一次；"
+            "如果课程包已经可以导入，它什么也不做。")
+    lines = tr.wrap(text, 76, 76)
+    assert lines[0].endswith("一次；") and "".join(lines) == text, lines
+    for room in range(20, 40):
+        lines = tr.wrap("权重从 normal(0, 0.02) 中抽取，形状为 (B, 1, T, P + T) 的掩码与分数相加。", room, room)
+        assert any("normal(0, 0.02)" in ln for ln in lines) and any("(B, 1, T, P + T)" in ln for ln in lines), lines

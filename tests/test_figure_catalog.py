@@ -247,7 +247,8 @@ def test_the_cjk_font_is_found_whatever_matplotlibs_font_list_says(monkeypatch):
 
 def test_a_heat_maps_table_shows_what_its_cells_say():
     """The numbers under a heat map are what the picture writes in its cells (a mask's −∞), not
-    the colour values behind them; a map without a text in every cell gives its values."""
+    the colour values behind them; a map without a text in every cell gives its values; each
+    table's caption names its rows and columns, from the row's or column's labelled panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -256,6 +257,8 @@ def test_a_heat_maps_table_shows_what_its_cells_say():
     fig, (written, bare) = plt.subplots(1, 2)
     for ax in (written, bare):
         ax.imshow([[1.0, 0.0], [1.0, 1.0]])
+        ax.set_xlabel("key")
+    written.set_ylabel("query")  # a row of maps labels its first panel only: the row's label is every table's
     for i in range(2):
         for j in range(2):
             written.text(j, i, "0" if j <= i else "−∞")
@@ -265,3 +268,4 @@ def test_a_heat_maps_table_shows_what_its_cells_say():
     first, second = tables.split("</table>")[:2]
     assert re.findall(r"<td>([^<]*)</td>", first) == ["", "0", "−∞", "0", "0"]
     assert re.findall(r"<td>([^<]*)</td>", second) == ["", "1.00", "0.00", "1.00", "1.00"]
+    assert re.findall(r"<caption>([^<]*)</caption>", tables) == ["rows: query; columns: key"] * 2

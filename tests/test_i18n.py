@@ -75,9 +75,16 @@ def test_the_checks_speak_the_language_asked_for(english_afterwards):
     said = str(failed.value)
     assert said.startswith("weights：") and CJK.search(said), said
     assert i18n.gettext("the scores are not divided by sqrt(d_k)") in said  # the mistake, in Chinese too
+    # a name joined from pieces: no space after the full-width parenthesis in Chinese (…）的 O)
+    name = "tiled_attention_forward（40 不是 16 的倍数）" + i18n.gettext("'s O")
+    with pytest.raises(AssertionError) as failed:
+        checks.check_close(np.zeros(3), np.ones(3), name=name)
+    assert str(failed.value).startswith("tiled_attention_forward（40 不是 16 的倍数）的 O："), str(failed.value)
     i18n.use_language("xx")  # unknown: English
     with pytest.raises(AssertionError, match="^weights: values differ"):
         checks.check_close(np.zeros(3), np.ones(3), name="weights")
+    with pytest.raises(AssertionError, match=r"^f\(x\)'s O: values differ"):
+        checks.check_close(np.zeros(3), np.ones(3), name="f(x)" + i18n.gettext("'s O"))
 
 
 # ----------------------------------------------------------------------------- a translated test is the same code

@@ -30,7 +30,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # snake_case and CamelCase names, keyword arguments, words with digits (float32, 4x), shapes' letters.
 _QUOTED = re.compile(r"``.+?``|`[^`]+`|\{[^{}]*\}|\$[^$]+\$|“[^”]*”|‘[^’]*’|\"[^\"]*\"|'[^'\s][^']*'(?!s\b)"
                      r"|（[\x20-\x7e]*）|《[^》]*》|\*[^*]*→[^*]*\*")  # and a term's English gloss, a title, a menu path
-_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)|\((?:\s*[a-z_]\w*\s*,)+\s*[a-z_]\w*\s*\)")
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)|\((?:\s*[A-Za-z_]\w*\s*,)+\s*[a-z_]\w*\s*\)")
 _NAME = re.compile(r"[A-Za-z_]?\w*(?:(?:\[[^\[\]]*\])*\.[A-Za-z_]\w*)+|\b[A-Za-z]\w*_\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+=\S+|\b\w*\d\w*\b"
                    r"|\b[A-Z]{2,}\b")
 _WORD = re.compile(r"(?<![\w'])[A-Za-z][a-z]+(?:-[A-Za-z][a-z]+)*")
@@ -203,15 +203,20 @@ def test_the_install_cell_speaks_chinese():
 
 
 def test_the_docstrings_and_comments_of_a_chinese_notebook_are_chinese():
-    """What is left to read in the course and exercise cells of a Chinese notebook once translated:
-    a docstring's item keeps its name (``temperature, top_k:``), a call its code; no English prose
-    the tooling made the translator keep (``max(running_max, the block's largest entry)``)."""
+    """What is left to read in the course and exercise cells of a Chinese notebook once translated,
+    and in the comments of its Markdown's Python blocks: a docstring's item keeps its name
+    (``temperature, top_k:``), a call its code; no English prose the tooling made the translator
+    keep (``max(running_max, the block's largest entry)``)."""
     left = []
     for assignment, _, chinese in _chinese_notebooks():
         for cell in chinese.cells:
-            if cell.cell_type != "code" or nbt.is_test_cell(cell) or "use_language" in cell.source:
+            if cell.cell_type == "markdown":  # the comments of its Python blocks (the notes' code, retyped)
+                pieces = [p for p in translatable.markdown_pieces(cell.source) if p.kind.endswith("code block in Markdown")]
+            elif cell.cell_type != "code" or nbt.is_test_cell(cell) or "use_language" in cell.source:
                 continue
-            for piece in translatable.code_pieces(cell.source):
+            else:
+                pieces = translatable.code_pieces(cell.source)
+            for piece in pieces:
                 text = piece.text[len(translatable._named_prefix(piece.text) or ""):]
                 if english(text):
                     left.append(f"{assignment}: {piece.text[:100]!r} ({', '.join(english(text))})")
@@ -251,15 +256,44 @@ def test_one_word_per_concept():
     assert all(w in said for w in ("《动手学深度学习》", "规范化", "掩蔽", "基于位置", "强制教学")), "the D2L note"
 
 
+#: a full-width parenthesis inside another: （……（gloss）……）
+NESTED = re.compile(r"（[^（）]*（[^（）]*）[^（）]*）")
+#: spoken words a textbook does not use, and what it says instead (docs/translating.md)
+SPOKEN = {"便宜": "开销小、代价低 (a computation's cost)", "日子": "日期 (the dates of the data)"}
+
+
+def style_problems(text: str, english: str) -> list[str]:
+    """What an entry's Chinese breaks of the style guide's rules a machine can tell (a notes'
+    quotation carried over from the English, ``english``, is the notes' own)."""
+    found = []
+    if re.search(r"[0-9}] %", text):
+        found.append("a space before %")
+    if re.search(r"[\u4e00-\u9fff]–[\u4e00-\u9fff]", text):
+        found.append("an en dash between two terms (编码器-解码器, 查询-键对)")
+    found += [f"a parenthesis inside another: {m.group(0)[:40]}" for m in NESTED.finditer(text)
+              if m.group(0) not in english]
+    found += [f"{word}: write {instead}" for word, instead in SPOKEN.items() if word in text and word not in english]
+    return found
+
+
+def test_the_style_check_catches_what_it_should():
+    assert style_problems("准确率为 93%，（即**键值缓存**，KV 缓存）", "") == []
+    assert len(style_problems("（即**键值缓存**（key-value cache），也常简称 KV 缓存）每一步便宜 40 %", "")) == 3
+    assert style_problems("查询–键对", "") and not style_problems("Nadaraya–Watson 核回归", "")
+    assert style_problems("笔记说“（甲（乙））”", "“（甲（乙））”") == []
+
+
 def test_the_catalogs_write_percent_and_dashes_as_the_style_guide_says():
-    """docs/translating.md: Chinese writes 90% (no space before %), and a pair of related terms with
-    one hyphen (编码器-解码器), never an en dash."""
+    """docs/translating.md: Chinese writes 90% (no space before %), a pair of related terms with
+    one hyphen (编码器-解码器), never an en dash; no full-width parenthesis inside another (a gloss
+    moves out, or the sentence is recast); 开销小 for a cheap computation, 日期 for a date."""
     catalogs_dir = nbt.ROOT / "locale" / ZH / "LC_MESSAGES"
     wrong = []
     for path in sorted(catalogs_dir.rglob("*.po")):
         with path.open("rb") as f:
             for message in read_po(f):
                 text = str(message.string) if message.id else ""
-                if CJK.search(text) and (re.search(r"[0-9}] %", text) or "编码器–解码器" in text):
-                    wrong.append(f"{path.relative_to(catalogs_dir)}: {text[:70]!r}")
+                if CJK.search(text):
+                    wrong += [f"{path.relative_to(catalogs_dir)}: {p}: {text[:70]!r}"
+                              for p in style_problems(text, str(message.id))]
     assert not wrong, f"{len(wrong)} entries:\n" + "\n".join(wrong[:10])

@@ -385,6 +385,15 @@ def test_translations_keep_the_markup_of_the_english():
     assert not problems, _report(problems, "translations that change the markup")
 
 
+def test_catalog_locations_are_inside_the_repository():
+    """A ``#:`` line names its source from the catalog's folder (``../../book/<page>.md``): one that
+    climbs out of the checkout (``../../../<folder>/book/...``) was written from another directory,
+    and the next ``make translations`` elsewhere would rewrite every such line."""
+    outside = [f"{name(p)}: {line}" for p in catalog_files() for line in p.read_text(encoding="utf-8").splitlines()
+               if line.startswith("#: ../../../")]
+    assert not outside, _report(outside, "locations outside the repository")
+
+
 # ---------------------------------------------------------------------------------------- terms
 
 

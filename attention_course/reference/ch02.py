@@ -110,7 +110,7 @@ class AdditiveAttention(nn.Module):
     Args:
         query_size: width of the queries.
         key_size: width of the keys (may differ from query_size).
-        num_hiddens: width h of the hidden layer.
+        num_hiddens: width H of the hidden layer.
         dropout: dropout probability on the attention weights (training mode only).
 
     Parameters: W_q = nn.Linear(query_size, num_hiddens, bias=False),

@@ -226,7 +226,9 @@ FIVE = (1.0, 3.0, 2.0, 5.0, 0.0)
 #: What the page computes by hand (4 decimals): the state (running max, running sum) after
 #: each block, and the final probabilities and log-sum-exp.
 FIVE_BY_HAND = {
-    "states": [(3.0, 1.1353), (5.0, 1.2034), (5.0, 1.2102)],
+    "states": [(3.0, 1.13534), (5.0, 1.20344), (5.0, 1.21018)],
+    # the terms the page adds up: e^(1-3), the old sum rescaled by e^(3-5), e^(2-5), e^(0-5)
+    "terms": [0.13534, 0.15365, 0.04979, 0.00674],
     "probs": [0.0151, 0.1118, 0.0411, 0.8263, 0.0056],
     "lse": 5.1908,
 }
@@ -237,7 +239,7 @@ def describe_online_softmax(worked: dict, x=FIVE, block_size: int = 2) -> str:
     log-sum-exp and the probabilities."""
     lines = [_("x = {x} in blocks of {size}; start: max -inf, sum 0", x=x, size=block_size)]
     for block, m, s in worked["steps"]:
-        lines.append("  " + _("after {block:12s} running max {m:.1f}, sum {s:.4f}", block=str(block), m=m, s=s))
+        lines.append("  " + _("after {block:12s} running max {m:.1f}, sum {s:.5f}", block=str(block), m=m, s=s))
     lines.append(f"lse = {worked['lse']:.4f}")
     lines.append(_("probabilities {p}", p=" ".join(f"{p:.4f}" for p in worked["probs"])))
     return "\n".join(lines)
@@ -267,9 +269,12 @@ def online_softmax_steps(x=FIVE, block_size: int = 2) -> dict:
         raise AssertionError("the online softmax's log-sum-exp disagrees")
     if tuple(x) == FIVE and block_size == 2:
         hand = FIVE_BY_HAND
-        got = [(mx, round(sm, 4)) for _block, mx, sm in steps]
-        if any(abs(a - c) > 1e-9 or abs(b - e) > 6e-5 for (a, b), (c, e) in zip(got, hand["states"])):
+        got = [(mx, round(sm, 5)) for _block, mx, sm in steps]
+        if any(abs(a - c) > 1e-9 or abs(b - e) > 6e-6 for (a, b), (c, e) in zip(got, hand["states"])):
             raise AssertionError(f"the page's hand-computed states {hand['states']} disagree with the code's {got}")
+        terms = [math.exp(-2), steps[0][2] * math.exp(-2), math.exp(-3), math.exp(-5)]
+        if any(abs(a - b) > 6e-6 for a, b in zip(terms, hand["terms"])):
+            raise AssertionError(f"the page's hand-computed terms {hand['terms']} disagree with {terms}")
         if not torch.allclose(probs, torch.tensor(hand["probs"], dtype=t.dtype), atol=6e-5) or abs(lse - hand["lse"]) > 6e-5:
             raise AssertionError(f"the page's hand-computed probabilities or log-sum-exp disagree with the code's "
                                  f"{[round(p, 4) for p in probs.tolist()]}, {lse:.4f}")
@@ -282,9 +287,9 @@ def softmax_rounding(centres=(10.0, 1e4), rows: int = 64, n: int = 256, seed: in
     (``m`` the row's maximum, ``s = sum exp(x - m)``, ``lse = m + log s``, all in float32), against
     the softmax of the same float32 logits in float64; and how far a row of each sums from 1.
     Probabilities under 1e-6 are left out of the relative errors (their absolute error is tiny).
-    Checked, as the page says: ``exp(x - m) / s`` stays within 8 units of float32's rounding
+    Checked, as the page says: ``exp(x - m) / s`` stays within 8 times float32's machine epsilon
     everywhere; at the smallest centre ``exp(x - lse)`` is within 4 times its error (the same order),
-    at the largest off by more than 100 times 8 units."""
+    at the largest off by more than 100 times that."""
     generator, eps = torch.Generator().manual_seed(seed), torch.finfo(torch.float32).eps
     results = []
     for centre in centres:
@@ -300,7 +305,7 @@ def softmax_rounding(centres=(10.0, 1e4), rows: int = 64, n: int = 256, seed: in
             row[name + " sum"] = float((probs.double().sum(dim=-1) - 1).abs().max())
         results.append(row)
     if any(r["divided"] > 8 * eps for r in results):
-        raise AssertionError(f"exp(x - m) / s is off by more than 8 units of float32's rounding: {results}")
+        raise AssertionError(f"exp(x - m) / s is off by more than 8 times float32's machine epsilon: {results}")
     largest, smallest = max(results, key=lambda r: r["centre"]), min(results, key=lambda r: r["centre"])
     if smallest["lse"] > 4 * smallest["divided"]:
         raise AssertionError(f"exp(x - lse) is not of the same order as exp(x - m) / s near {smallest['centre']:g}: "
@@ -319,7 +324,7 @@ def describe_softmax_rounding(results: list[dict]) -> str:
         for name, formula in (("divided", "exp(x - m) / s"), ("lse", "exp(x - lse)")):
             lines.append(f"    {formula:16s}" + _("of a probability {p:.1e}, of a row's sum {s:.1e}",
                                                         p=r[name], s=r[name + " sum"]))
-    lines.append("  " + _("float32's unit of rounding: {eps:.1e}", eps=torch.finfo(torch.float32).eps))
+    lines.append("  " + _("float32's spacing at 1 (machine epsilon): {eps:.1e}", eps=torch.finfo(torch.float32).eps))
     return "\n".join(lines)
 
 
@@ -832,11 +837,15 @@ def describe_window_generation(rolled: dict) -> str:
           n=rolled["new_tokens"]),
         _("most positions in a layer's cache: {n}", n=rolled["cache_max"]),
         _("rolling cache vs the whole sequence: same tokens {same},", same=rolled["same_tokens"]),
-        "  " + _("logits within {gap:.1e}, {units:.0f} units of float64's rounding at their size",
+        "  " + _("logits within {gap:.1e}, {units:.0f} times float64's machine epsilon at their size",
                  gap=rolled["logit_gap"], units=rolled["logit_units"]),
         _("re-reading the last W tokens: logits off by up to {gap:.2f},", gap=rolled["reread_gap"]),
         "  " + _("{differ} of {n} greedy tokens different", differ=rolled["reread_tokens_differ"],
                  n=rolled["new_tokens"]),
+        _("learned positions: max_len = {max_len}; the longest generation: {longest} tokens",
+          max_len=rolled["max_len"], longest=rolled["longest"]),
+        "  " + _("(one more raises ValueError: position {position} is past the model's max_len)",
+                 position=rolled["max_len"]),
     ])
 
 
@@ -850,7 +859,9 @@ def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40
     positions per layer the cache passed to the model held), ``same_tokens``/``logit_gap`` (the
     rolling cache against (a); ``logit_units``: the gap over float64's epsilon times the largest
     logit, checked under ``2**10``, the page's "last bits"), and ``reread_gap`` and ``reread_tokens_differ`` (the re-read
-    model's logits against (a), and how many of its tokens differ from the cache's)."""
+    model's logits against (a), and how many of its tokens differ from the cache's), and ``max_len``
+    and ``longest`` (the model's learned positions, and the longest sequence generation reaches
+    before they run out, however small the cache)."""
     torch.manual_seed(seed)
     model = MaskedGPT(**WINDOW_MODEL).double().eval()
     generator = torch.Generator().manual_seed(seed)
@@ -871,18 +882,33 @@ def window_generation(window: int = 6, prompt_len: int = 4, new_tokens: int = 40
     # on the cache's own tokens, the re-read logits against the whole-sequence reference
     gap = max(float((reread(tokens, t) - whole[:, t - prompt_len]).abs().max()) for t in range(prompt_len, T))
     logit_gap = float((logits - whole).abs().max())
-    # the gap in units of float64's rounding at the logits' size: "to the last bits" means under 2^10
+    # the gap over float64's machine epsilon at the logits' size: "to the last bits" means under 2^10
     logit_units = logit_gap / (torch.finfo(torch.float64).eps * float(whole.abs().max()))
     # what the page says: the rolling cache is the whole sequence's computation, the re-read is not
     if not same or logit_units > 2 ** 10 or max(watched.lengths) >= window:
         raise AssertionError(f"the rolling cache differs from the whole sequence (logits {logit_gap:.1e}, "
-                             f"{logit_units:.0f} units of rounding) or held {max(watched.lengths)} positions")
+                             f"{logit_units:.0f} machine epsilons) or held {max(watched.lengths)} positions")
     if gap < 1e-6:
         raise AssertionError("re-reading the last window of tokens gave the whole sequence's logits")
+    longest = _longest_generation(model, prompt, window)
     return {"cache_max": max(watched.lengths), "calls": len(watched.lengths), "same_tokens": same,
             "logit_gap": logit_gap, "logit_units": logit_units, "reread_gap": gap,
             "reread_tokens_differ": int((reread_tokens[:, prompt_len:] != tokens[:, prompt_len:]).sum()),
-            "new_tokens": new_tokens, "window": window, "layers": WINDOW_MODEL["num_layers"]}
+            "new_tokens": new_tokens, "window": window, "layers": WINDOW_MODEL["num_layers"],
+            "max_len": WINDOW_MODEL["max_len"], "longest": longest}
+
+
+def _longest_generation(model: nn.Module, prompt: torch.Tensor, window: int) -> int:
+    """The longest sequence (prompt included) ``generate_with_window`` makes with ``model`` before the
+    model's table of ``max_len`` learned positions runs out: one more token raises its ``ValueError``.
+    The last token is chosen but never read, so it may sit at position ``max_len``."""
+    longest = model.max_len + 1
+    generate_with_window(model, prompt, longest - prompt.shape[1], window)
+    try:
+        generate_with_window(model, prompt, longest + 1 - prompt.shape[1], window)
+    except ValueError:
+        return longest
+    raise AssertionError(f"generation ran past {longest} tokens with {model.max_len} learned positions")
 
 
 # --------------------------------------------------------------------------------------

@@ -102,6 +102,25 @@ def _axis_label(ax, which: str) -> str:
     return ""
 
 
+def _outer_label(ax, which: str) -> str:
+    """:func:`_axis_label`, or else the label of a panel of the same row (``"y"``) or column
+    (``"x"``) of the grid: a row of heat maps with rows of their own labels its first panel only."""
+    label = _axis_label(ax, which)
+    spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+    if label or spec is None:
+        return label
+    for other in ax.figure.axes:
+        other_spec = other.get_subplotspec() if hasattr(other, "get_subplotspec") else None
+        if other is ax or other_spec is None or other_spec.get_gridspec() is not spec.get_gridspec():
+            continue
+        span = (lambda sp: sp.rowspan) if which == "y" else (lambda sp: sp.colspan)
+        if span(other_spec) == span(spec):
+            label = plain(other.get_ylabel() if which == "y" else other.get_xlabel())
+            if label:
+                return label
+    return ""
+
+
 def _axes(ax, words: Callable[[str], str]) -> list[str]:
     """The sentences of one panel."""
     said = []
@@ -250,7 +269,7 @@ def heat_map_tables(fig, words: Callable[[str], str] = lambda s: s) -> str:
             row_names = _tick_names(ax, "y", rows) or [str(r + 1) for r in range(rows)]
             col_names = _tick_names(ax, "x", cols) or [str(c + 1) for c in range(cols)]
             caption = " — ".join(filter(None, [plain(ax.get_title()), words(_ROWS_COLUMNS).format(
-                rows=_axis_label(ax, "y") or "—", columns=_axis_label(ax, "x") or "—")]))
+                rows=_outer_label(ax, "y") or "—", columns=_outer_label(ax, "x") or "—")]))
             head = "".join(f'<th scope="col">{html.escape(c)}</th>' for c in col_names)
             written = _cell_texts(ax, rows, cols)
             body = "".join(

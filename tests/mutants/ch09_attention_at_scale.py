@@ -147,6 +147,9 @@ _BACKWARD_WRONG = {
     "dK_without_the_scale": _changed("tiled_attention_backward", "@ Q[..., q0:q1, :] * scale", "@ Q[..., q0:q1, :]"),
     "dV_overwritten_not_summed": _changed("tiled_attention_backward", "dV[..., k0:k1, :] += P.transpose(-2, -1) @ dO_i",
                                           "dV[..., k0:k1, :] = P.transpose(-2, -1) @ dO_i"),
+    "causal_blocks_computed_and_masked_not_skipped": _changed(
+        "tiled_attention_backward", "range((k0 // block_q) * block_q if causal else 0, T_q, block_q)", "range(0, T_q, block_q)",
+        "if causal and k1 - 1 > q0:", "if causal:"),
     "the_diagonal_query_block_skipped": _changed("tiled_attention_backward", "range((k0 // block_q) * block_q if causal else 0, T_q, block_q)",
                                                  "range((k0 // block_q + 1) * block_q if causal else 0, T_q, block_q)"),
     "the_whole_t_by_t_weights": (
@@ -312,6 +315,8 @@ _DELEGATIONS = {exercise: {label: "earns no points" for label in labels} for exe
 MESSAGES = {
     **_DELEGATIONS,
     "update_online_softmax": {"block_summed_against_its_own_maximum": "summed against its own maximum"},
+    "tiled_attention_backward": {**_DELEGATIONS["tiled_attention_backward"],
+                                 "causal_blocks_computed_and_masked_not_skipped": "skip them, never compute them"},
     "online_softmax": {**_DELEGATIONS["online_softmax"], "probs_from_exp_x_minus_lse": "divide exp(x - m) by l"},
     "GroupedQueryAttention": {**_DELEGATIONS["GroupedQueryAttention"],
                               "attention_weights_after_dropout": "attention_weights in training mode (before dropout)",
