@@ -29,6 +29,8 @@ pages' words are the grader's catalog's (``autograder.po``), in the language ask
 
 from __future__ import annotations
 
+import ast
+import bisect
 import builtins
 import csv
 import dataclasses
@@ -212,7 +214,7 @@ def fingerprints(symbols: str, winnowed: bool = True):
                 where = np.arange(len(hashes))
             yield from ((value, at + w, K) for value, w in zip(hashes.tolist(), where.tolist()))
         elif len(statement) >= MIN_STATEMENT:
-            yield int(_hashes(statement, len(statement))[0]), at, len(statement)
+            yield _hash(statement), at, len(statement)
         at += len(statement) + 1
 
 
@@ -228,31 +230,88 @@ def imported_names(codes: list[str]) -> set[str]:
     return found
 
 
+def _hash(symbols: str) -> int:
+    """:func:`_hashes`'s hash of the whole of ``symbols`` (one run), as a signed 64-bit integer."""
+    value = len(symbols)
+    for c in symbols:
+        value = (value * 0x100000001B3 + ord(c)) & 0xFFFFFFFFFFFFFFFF
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The token ranges ``(first, end)`` of every expression of ``code`` (Python's own parse:
+    each call, operation, subscript, comprehension and each of their operands), ``spans`` being
+    its tokens' character ranges (:func:`tokens`); none when ``code`` does not parse (an IPython
+    magic, a syntax error). An expression is the same whatever holds it: the element of a
+    comprehension and the argument of the loop's ``append``, a body moved into a helper, a
+    statement moved elsewhere."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = code.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:  # ast's columns count UTF-8 bytes
+        text = lines[line - 1] if line - 1 < len(lines) else ""
+        return starts[line - 1] + (column if text.isascii() else len(text.encode()[:column].decode(errors="ignore")))
+
+    firsts = [start for start, _ in spans]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr) and not isinstance(node, (ast.Name, ast.Constant)) and node.end_lineno:
+            first = bisect.bisect_left(firsts, offset(node.lineno, node.col_offset))
+            end = bisect.bisect_left(firsts, offset(node.end_lineno, node.end_col_offset))
+            if end - first >= MIN_STATEMENT:
+                out.append((first, end))
+    return out
+
+
 def _fill(doc: Document, known: set[str], boilerplate: set[int]) -> Document:
     pieces, spans = [], []
+    found = []
     for index, (_, code) in enumerate(doc.cells):
-        for symbol, start, end in tokens(code, known):
+        cell = tokens(code, known)
+        found += _expression_prints(code, cell, len(pieces))
+        for symbol, start, end in cell:
             pieces.append(symbol)
             spans.append((index, start, end))
         pieces.append(_SEPARATOR)
         spans.append((index, len(code), len(code)))
     doc.symbols, doc.spans = "".join(pieces), spans
-    for value, position, length in fingerprints(doc.symbols):
+    for value, position, length in [*fingerprints(doc.symbols), *found]:
         if value not in boilerplate:
             doc.prints.setdefault(value, []).append(position)
             doc.lengths[value] = length
     return doc
 
 
+def _expression_prints(code: str, cell: list[tuple[str, int, int]], at: int = 0):
+    """``(hash, position, length)`` of each expression of ``code`` (:func:`subexpressions`) whose
+    tokens ``cell`` (:func:`tokens`) holds, positions counted from ``at``."""
+    out = []
+    for first, end in subexpressions(code, [(start, stop) for _, start, stop in cell]):
+        symbols = "".join(s for s, _, _ in cell[first:end] if s != _SEPARATOR)
+        if len(symbols) >= MIN_STATEMENT:
+            out.append((_hash(symbols), at + first, end - first))
+    return out
+
+
 def boilerplate_of(notebooks: list[dict], known: set[str]) -> set[int]:
     """Every fingerprint of every code cell of ``notebooks`` (the released notebooks and the
-    source's given cells; all runs of K tokens, not only the winnowed ones): what no student wrote."""
+    source's given cells; all runs of K tokens, not only the winnowed ones, and every expression):
+    what no student wrote."""
     found: set[int] = set()
     for nb in notebooks:
         for cell in nb.get("cells", []):
             if cell.get("cell_type") == "code":
-                symbols = "".join(s for s, _, _ in tokens(assemble._student_code(cell), known))
+                code = assemble._student_code(cell)
+                cut = tokens(code, known)
+                symbols = "".join(s for s, _, _ in cut)
                 found.update(value for value, _, _ in fingerprints(symbols, winnowed=False))
+                found.update(value for value, _, _ in _expression_prints(code, cut))
     return found
 
 
@@ -405,6 +464,27 @@ def pair_scores(docs: list[Document], weights: dict[int, float]) -> np.ndarray:
     return shared
 
 
+def _against_reference(docs: list[Document], reference: Document, counts: dict[int, int], bar: float) -> list[Pair]:
+    """Each of ``docs`` against the reference solution, a source of its own: a fingerprint of the
+    reference weighs ``1 / d``, ``d`` the submissions that hold it (none: 1), and a submission's
+    score is the weight it holds over the smaller of its own mass (the same weights) and the
+    reference's. Listed over two bars: the pairs' ``bar`` (as alike as a copy and its original)
+    and the class's own scores against the reference (:func:`threshold`): a leaked solution
+    matches the reference far more than the class does. The least weight shared is :data:`MIN_SHARED`, or
+    half the reference's mass when that is less: a reference written the common way (its
+    fingerprints held by many) has little that is unusual, and a leak holds all of it."""
+    held = {v: 1.0 / max(counts.get(v, 0), 1) for v in reference.prints}
+    mass = sum(held.values())
+    amount = np.array([sum(held[v] for v in d.prints if v in held) for d in docs])
+    own = np.array([sum(1.0 / counts[v] for v in d.prints) for d in docs])
+    # at least one fingerprint's worth (or the whole reference): as a pair's mass, :func:`compare`
+    scores = amount / np.maximum(np.minimum(own, mass), min(1.0, mass))
+    bar = max(bar, threshold(scores))
+    least = min(MIN_SHARED, mass / 2)
+    return [Pair(d, reference, float(s), float(a), bar, bool(s > bar and a >= least))
+            for d, s, a in zip(docs, scores, amount) if a > 0]
+
+
 @dataclasses.dataclass
 class Pair:
     a: Document
@@ -447,16 +527,9 @@ def compare(docs: list[Document], reference: Document | None = None, archive: li
         rest = np.argsort(-score, kind="stable")[:len(chosen) + keep]
         for k in sorted(set(chosen.tolist()) | set(rest.tolist())):
             found.append((everyone[first[k]], everyone[second[k]], score[k], amount[k]))
-    if reference is not None and reference.prints and docs:
-        # against the reference, a fingerprint weighs 1 / (how many submissions hold it)
-        counts = _counts(everyone)
-        held = {v: 1.0 / max(counts.get(v, 0), 1) for v in reference.prints}
-        amount = np.array([sum(held[v] for v in d.prints if v in held) for d in docs])
-        own = np.array([sum(1.0 / counts[v] for v in d.prints) for d in docs])
-        rscores = amount / np.maximum(np.minimum(own, sum(held.values())), 1.0)
-        # as unusual as a pair of the class over the bar: one score per submission is too few for a bar of its own
-        found += [(d, reference, s, a) for d, s, a in zip(docs, rscores, amount) if a > 0]
     pairs = [Pair(a, b, float(s), float(x), bar, bool(s > bar and x >= MIN_SHARED)) for a, b, s, x in found]
+    if reference is not None and reference.prints and docs:
+        pairs += _against_reference(docs, reference, _counts(everyone), bar)
     pairs.sort(key=lambda p: (not p.listed, -p.score, p.a.key, p.b.key))
     listed = sum(p.listed for p in pairs)
     pairs = pairs[:listed + keep]

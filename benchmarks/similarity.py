@@ -215,11 +215,40 @@ def helpers(tree: ast.Module, rng: random.Random) -> int:
     return len(moved)
 
 
+#: tensor operations that PyTorch offers both as ``torch.f(x, ...)`` and as the method ``x.f(...)``
+_BOTH_FORMS = {"sqrt", "exp", "log", "tanh", "sigmoid", "relu", "softmax", "sum", "mean", "var", "matmul",
+               "transpose", "unsqueeze", "masked_fill", "any", "all", "abs", "pow"}
+#: what is no tensor when a method is called on it (``math.sqrt``, ``self.proj``)
+_NO_TENSOR = {"torch", "F", "nn", "math", "np", "self", "super"}
+_MIRRORED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
 class _HonestHand(ast.NodeTransformer):
-    """Rewrites that independent students differ by, each drawn at random."""
+    """Rewrites that independent students differ by, each drawn at random, for every occurrence."""
 
     def __init__(self, rng: random.Random):
         self.rng = rng
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        # a < b or b > a
+        if len(node.ops) == 1 and type(node.ops[0]) in _MIRRORED and self.rng.random() < 0.5:
+            return ast.Compare(node.comparators[0], [_MIRRORED[type(node.ops[0])]()], [node.left])
+        return node
+
+    def _other_form(self, node):
+        """``torch.f(x, ...)`` as ``x.f(...)``, or the reverse (f of :data:`_BOTH_FORMS`)."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _BOTH_FORMS) or self.rng.random() >= 0.5:
+            return node
+        if isinstance(func.value, ast.Name) and func.value.id == "torch":
+            if node.args and not isinstance(node.args[0], ast.Starred):
+                return ast.Call(ast.Attribute(node.args[0], func.attr, ast.Load()), node.args[1:], node.keywords)
+        elif not (isinstance(func.value, ast.Name) and func.value.id in _NO_TENSOR) \
+                and not isinstance(func.value, ast.Constant):
+            return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), func.attr, ast.Load()),
+                            [func.value, *node.args], node.keywords)
+        return node
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -241,7 +270,10 @@ class _HonestHand(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        node = self._other_form(node)
         name = ast.unparse(node.func)
+        if name == "math.sqrt" and len(node.args) == 1 and self.rng.random() < 0.5:  # math.sqrt(d) or d ** 0.5
+            return ast.BinOp(node.args[0], ast.Pow(), ast.Constant(0.5))
         # the same operation reached another way: a @ b, x.view / x.reshape, F.relu / torch.relu
         if name == "torch.matmul" and len(node.args) == 2 and not node.keywords and self.rng.random() < 0.5:
             return ast.BinOp(node.args[0], ast.MatMult(), node.args[1])
