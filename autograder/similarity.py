@@ -238,13 +238,29 @@ def _hash(symbols: str) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The token ranges ``(first, end)`` of every expression of ``code`` (Python's own parse:
-    each call, operation, subscript, comprehension and each of their operands), ``spans`` being
-    its tokens' character ranges (:func:`tokens`); none when ``code`` does not parse (an IPython
-    magic, a syntax error). An expression is the same whatever holds it: the element of a
-    comprehension and the argument of the loop's ``append``, a body moved into a helper, a
-    statement moved elsewhere."""
+def _comprehended(node: ast.AST) -> tuple[ast.AST, ast.AST, ast.AST] | None:
+    """``(target, iterable, element)`` of a comprehension with one ``for`` and no condition, or of
+    a loop whose body only appends one element to a list (``for t in it: out.append(e)``): the
+    same construction written two ways."""
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and len(node.generators) == 1 \
+            and not node.generators[0].ifs and not node.generators[0].is_async:
+        return node.generators[0].target, node.generators[0].iter, node.elt
+    if isinstance(node, ast.For) and not node.orelse and len(node.body) == 1 and isinstance(node.body[0], ast.Expr):
+        call = node.body[0].value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append" \
+                and len(call.args) == 1 and not call.keywords:
+            return node.target, node.iter, call.args[0]
+    return None
+
+
+def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """``(first, end, parts)`` for every expression of ``code`` (Python's own parse: each call,
+    operation, subscript and each of their operands), ``spans`` being its tokens' character
+    ranges (:func:`tokens`): the expression's token range, and the ranges whose tokens make its
+    fingerprint (its own range; for a comprehension or a loop that appends, :func:`_comprehended`'s
+    target, iterable and element, in that order, so that the two ways have one fingerprint).
+    None when ``code`` does not parse (an IPython magic, a syntax error). An expression is the
+    same whatever holds it: a body moved into a helper, a statement moved elsewhere."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -253,19 +269,26 @@ def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, i
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
+    firsts = [start for start, _ in spans]
 
     def offset(line: int, column: int) -> int:  # ast's columns count UTF-8 bytes
         text = lines[line - 1] if line - 1 < len(lines) else ""
         return starts[line - 1] + (column if text.isascii() else len(text.encode()[:column].decode(errors="ignore")))
 
-    firsts = [start for start, _ in spans]
+    def tokens_of(node: ast.AST) -> tuple[int, int]:
+        return (bisect.bisect_left(firsts, offset(node.lineno, node.col_offset)),
+                bisect.bisect_left(firsts, offset(node.end_lineno, node.end_col_offset)))
+
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.expr) and not isinstance(node, (ast.Name, ast.Constant)) and node.end_lineno:
-            first = bisect.bisect_left(firsts, offset(node.lineno, node.col_offset))
-            end = bisect.bisect_left(firsts, offset(node.end_lineno, node.end_col_offset))
-            if end - first >= MIN_STATEMENT:
-                out.append((first, end))
+        if not isinstance(node, (ast.expr, ast.For)) or isinstance(node, (ast.Name, ast.Constant)) or not node.end_lineno:
+            continue
+        first, end = tokens_of(node)
+        parts = _comprehended(node)
+        if parts is not None:
+            out.append((first, end, [tokens_of(part) for part in parts]))
+        elif isinstance(node, ast.expr):
+            out.append((first, end, [(first, end)]))
     return out
 
 
@@ -289,11 +312,12 @@ def _fill(doc: Document, known: set[str], boilerplate: set[int]) -> Document:
 
 
 def _expression_prints(code: str, cell: list[tuple[str, int, int]], at: int = 0):
-    """``(hash, position, length)`` of each expression of ``code`` (:func:`subexpressions`) whose
-    tokens ``cell`` (:func:`tokens`) holds, positions counted from ``at``."""
+    """``(hash, position, length)`` of each expression of ``code`` (:func:`subexpressions`) of at
+    least :data:`MIN_STATEMENT` tokens, ``cell`` being its tokens (:func:`tokens`), positions
+    counted from ``at``."""
     out = []
-    for first, end in subexpressions(code, [(start, stop) for _, start, stop in cell]):
-        symbols = "".join(s for s, _, _ in cell[first:end] if s != _SEPARATOR)
+    for first, end, parts in subexpressions(code, [(start, stop) for _, start, stop in cell]):
+        symbols = _SEPARATOR.join("".join(s for s, _, _ in cell[a:b] if s != _SEPARATOR) for a, b in parts)
         if len(symbols) >= MIN_STATEMENT:
             out.append((_hash(symbols), at + first, end - first))
     return out
