@@ -7,9 +7,13 @@ attribute of ``self``) is ``V``, a number ``N``, a string ``S``; comments, docst
 whitespace are dropped; keywords, operators, builtins, the modules the notebook imports, keyword
 arguments' names and the attributes of anything but ``self`` (``torch.softmax``, ``X.mean``) keep
 their spelling. The fingerprints are each statement (of :data:`MIN_STATEMENT` to :data:`K`
-tokens) and, in a longer one, runs of :data:`K` tokens chosen by copydetect's winnowing (the
-method of MOSS); none spans two statements, so reordered statements, bodies moved into helpers
-and a changed loop leave the other statements' fingerprints whole. Those of the released
+tokens), in a longer one runs of :data:`K` tokens chosen by copydetect's winnowing (the method
+of MOSS), and every expression of at least :data:`MIN_STATEMENT` tokens (Python's own parse:
+each call, operation, subscript and operand, wherever it stands), a comprehension and the loop
+that appends its element to a list being one (:func:`subexpressions`). None spans two
+statements, so reordered statements, bodies moved into helpers and a loop rewritten as a
+comprehension leave the other statements' fingerprints, and the rewritten one's expressions,
+whole. Those of the released
 notebook, in every language (stubs, docstrings, given helpers, the install cell, the visible
 tests), are boilerplate and never count.
 
@@ -19,7 +23,9 @@ the smaller of the two submissions' masses (what each could share at most): 1 wh
 nothing unusual that the other lacks. The pairs listed are those whose score is an outlier of the
 batch's own best matches (:func:`threshold`) and that share at least :data:`MIN_SHARED`. Each
 submission is compared with the reference solution the same way (a leaked solution), and with
-``--archive``'s earlier years' submissions.
+``--archive``'s earlier years' submissions; a submission is listed against the reference when it
+matches it as much as a listed pair and far more than the class's own matches with it do
+(:func:`_against_reference`).
 
 Output: ``OUT/similarity.json``, ``OUT/similarity.csv``, one page per listed pair in
 ``OUT/similarity/<assignment>/`` (both notebooks' own code side by side, each matched region

@@ -5,9 +5,11 @@
 student's answer to each exercise is one of the course's correct ways to write it, drawn at random:
 the reference solution or a ``CORRECT`` variant of ``tests/mutants/<chapter>.py`` (each written
 independently, and each passing every test), then rewritten in the student's own hand by
-:func:`honest_hand` (each rewrite drawn per statement or call: a nested call pulled out into a
-variable of its own, operands of ``+`` and ``*`` swapped, ``dim=-1`` passed by position,
-``transpose(-2, -1)`` written ``transpose(-1, -2)``, names of the student's own). Then, per
+:func:`honest_hand` (each rewrite drawn for every occurrence, independently: a nested call pulled
+out into a variable of its own, operands of ``+`` and ``*`` swapped, ``a < b`` or ``b > a``,
+``torch.f(x, ...)`` or ``x.f(...)``, ``math.sqrt(d)`` or ``d ** 0.5``, ``dim=-1`` passed by
+position, ``transpose(-2, -1)`` written ``transpose(-1, -2)``, names of the student's own: two
+students who drew the same way rarely write all of its statements alike). Then, per
 chapter, one planted copy of a different honest student for each disguise of :data:`DISGUISES`
 (renamed names; changed comments, whitespace and literals' spelling; reordered independent
 statements; loops turned into comprehensions or back; every function's body moved into a helper;
@@ -20,7 +22,8 @@ and whether it is over the threshold (listed); whether the leaked solution is li
 the threshold, per 100 students. Then the time of the step alone (``similarity.run``: reading,
 fingerprints, scores, pages) on one assignment with 100, 500 and 2,000 students, wall and CPU
 seconds (the CPU time is the steadier figure on a shared machine). Exit status 1 when a planted
-copy is behind an honest pair or more than 1 honest pair per 100 students is over the threshold.
+copy is behind an honest pair, more than 1 honest pair per 100 students is over the threshold, or
+an honest student is listed against the reference solution.
 """
 
 from __future__ import annotations
@@ -490,6 +493,7 @@ def detection(students: int, seed: int) -> bool:
               f"highest honest score {top_honest:.3f}; leaked solution vs others: "
               f"{[p['a'] for p in report['pairs'] if p['kind'] == 'reference' and p['listed']]}")
         ok &= per_100 <= 1
+        ok &= all(p["a"].startswith(("copy_", "leak")) for p in report["pairs"] if p["kind"] == "reference" and p["listed"])
     return ok
 
 
@@ -520,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sizes:
         timing(args.sizes, args.seed)
     print("every planted copy ahead of every honest pair, at most 1 honest pair over the threshold per 100 "
-          "students: " + ("yes" if ok else "NO"))
+          "students, no honest student listed against the reference solution: " + ("yes" if ok else "NO"))
     return 0 if ok else 1
 
 
