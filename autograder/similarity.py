@@ -265,8 +265,9 @@ def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, i
     ranges (:func:`tokens`): the expression's token range, and the ranges whose tokens make its
     fingerprint (its own range; for a comprehension or a loop that appends, :func:`_comprehended`'s
     target, iterable and element, in that order, so that the two ways have one fingerprint).
-    None when ``code`` does not parse (an IPython magic, a syntax error). An expression is the
-    same whatever holds it: a body moved into a helper, a statement moved elsewhere."""
+    Nothing when ``code`` does not parse (an IPython magic, a syntax error: its statements are
+    still fingerprinted). An expression is the same whatever holds it: a body moved into a
+    helper, a statement moved elsewhere."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -287,7 +288,8 @@ def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, i
 
     out = []
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.expr, ast.For)) or isinstance(node, (ast.Name, ast.Constant)) or not node.end_lineno:
+        if not isinstance(node, (ast.expr, ast.For)) or isinstance(node, (ast.Name, ast.Constant)) \
+                or not node.end_lineno:
             continue
         first, end = tokens_of(node)
         parts = _comprehended(node)
@@ -500,9 +502,10 @@ def _against_reference(docs: list[Document], reference: Document, counts: dict[i
     score is the weight it holds over the smaller of its own mass (the same weights) and the
     reference's. Listed over two bars: the pairs' ``bar`` (as alike as a copy and its original)
     and the class's own scores against the reference (:func:`threshold`): a leaked solution
-    matches the reference far more than the class does. The least weight shared is :data:`MIN_SHARED`, or
-    half the reference's mass when that is less: a reference written the common way (its
-    fingerprints held by many) has little that is unusual, and a leak holds all of it."""
+    matches the reference far more than the class does. The least weight shared is
+    :data:`MIN_SHARED`, or half the reference's mass when that is less: a reference written the
+    common way (its fingerprints held by many) has little that is unusual, and a leak holds all
+    of it."""
     held = {v: 1.0 / max(counts.get(v, 0), 1) for v in reference.prints}
     mass = sum(held.values())
     amount = np.array([sum(held[v] for v in d.prints if v in held) for d in docs])
