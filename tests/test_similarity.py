@@ -99,6 +99,20 @@ def test_a_leaked_solution_written_the_common_way_is_listed():
     assert pairs[0].shared < similarity.MIN_SHARED
 
 
+def test_an_honest_hand_draws_each_rewrite_for_every_occurrence():
+    """The class's honest students (benchmarks/similarity.py) choose each spelling wherever it
+    applies, independently: one student may write one call as a function and the next as a method,
+    so that two students who drew the same way rarely write all of its lines alike."""
+    code = "def f(x, y):\n    a = torch.softmax(x, -1)\n    b = torch.softmax(y, -1)\n    return a < b\n"
+    hands = {bench.honest_hand(code, random.Random(seed), {"f", "torch", "F"}) for seed in range(30)}
+    function, method = re.compile(r"\b(torch|F)\.softmax\("), re.compile(r"\b(?!torch\b|F\b)\w+\.softmax\(")
+    assert any(function.search(h) and method.search(h) for h in hands)  # both forms in one hand
+    assert any(" < " in h for h in hands) and any(" > " in h for h in hands)
+    assert len(hands) >= 10
+    for hand in hands:
+        compile(hand, "hand", "exec")
+
+
 def test_the_released_notebook_is_boilerplate_in_both_languages():
     """A student who submits the released notebook, English or Chinese, has nothing of their own."""
     assignment = similarity.Assignment.load(ASSIGNMENT)
