@@ -201,14 +201,16 @@ def _hashes(symbols: str, k: int) -> np.ndarray:
     return value.view(np.int64)
 
 
-def fingerprints(symbols: str, winnowed: bool = True):
-    """``(hash, position, length)`` of ``symbols`` (a normalised code, statements ended by the separator):
-    each statement of at least :data:`MIN_STATEMENT` and at most K tokens whole, and in a longer
-    one its runs of K tokens, chosen by copydetect's winnowing (all of them unless ``winnowed``).
-    No fingerprint spans two statements, so reordered statements keep theirs."""
+def fingerprints(symbols: str, winnowed: bool = True, runs: bool = True):
+    """``(hash, position, length)`` of ``symbols`` (a normalised code, statements ended by the
+    separator): each statement of :data:`MIN_STATEMENT` to :data:`K` tokens whole; a longer one,
+    with ``runs`` (code that Python cannot parse, which has no expressions to fingerprint), as its
+    runs of K tokens chosen by copydetect's winnowing (all of them unless ``winnowed``), and
+    without, not at all (its expressions are its fingerprints: :func:`_expression_prints`). No
+    fingerprint spans two statements, so reordered statements keep theirs."""
     at = 0
     for statement in symbols.split(_SEPARATOR):
-        if len(statement) > K:
+        if len(statement) > K and runs:
             hashes = _hashes(statement, K)
             if winnowed:
                 # imported here: copydetect's package imports matplotlib.pyplot (0.7 CPU-s on this machine),
@@ -219,7 +221,7 @@ def fingerprints(symbols: str, winnowed: bool = True):
             else:
                 where = np.arange(len(hashes))
             yield from ((value, at + w, K) for value, w in zip(hashes.tolist(), where.tolist()))
-        elif len(statement) >= MIN_STATEMENT:
+        elif MIN_STATEMENT <= len(statement) <= K:
             yield _hash(statement), at, len(statement)
         at += len(statement) + 1
 
@@ -301,18 +303,24 @@ def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, i
 
 
 def _fill(doc: Document, known: set[str], boilerplate: set[int]) -> Document:
-    pieces, spans = [], []
-    found = []
+    """``doc``'s symbols, spans and fingerprints: per cell, when it parses, its short statements and
+    every expression (each fingerprint a whole unit of the syntax, never a run of tokens cut
+    across two: a run that straddles a comprehension's ``for`` is lost when the loop is
+    rewritten, the expressions are not); when it does not, its statements and winnowed runs."""
+    pieces, spans, found = [], [], []
     for index, (_, code) in enumerate(doc.cells):
         cell = tokens(code, known)
-        found += _expression_prints(code, cell, len(pieces))
+        expressions = _expression_prints(code, cell, len(pieces))
+        symbols = "".join(s for s, _, _ in cell)
+        found += [(v, len(pieces) + at, n) for v, at, n in fingerprints(symbols, runs=not expressions)]
+        found += expressions
         for symbol, start, end in cell:
             pieces.append(symbol)
             spans.append((index, start, end))
         pieces.append(_SEPARATOR)
         spans.append((index, len(code), len(code)))
     doc.symbols, doc.spans = "".join(pieces), spans
-    for value, position, length in [*fingerprints(doc.symbols), *found]:
+    for value, position, length in found:
         if value not in boilerplate:
             doc.prints.setdefault(value, []).append(position)
             doc.lengths[value] = length

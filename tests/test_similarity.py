@@ -71,6 +71,10 @@ def test_a_loop_turned_comprehension_or_moved_into_a_helper_keeps_its_expression
     assert _expressions(comprehension, known) <= _expressions(loop, known)
     assert _expressions(comprehension, known) <= _expressions(helper, known)
     assert len(_expressions(comprehension, known)) >= 4  # the whole, the element and its operands
+    # and a whole submission's fingerprints: no run of tokens cut across the comprehension is lost
+    prints = {name: set(similarity._fill(similarity.Document(name, "en", [("e", code)]), known, set()).prints)
+              for name, code in (("loop", loop), ("comprehension", comprehension))}
+    assert prints["comprehension"] <= prints["loop"]
     other = "def g(y, bs):\n    return [torch.tanh(c(y)[..., None, :] + y.mean(dim=-1)) for c in bs if c]\n"
     assert _expressions(other, known) != _expressions(comprehension, known)
     # the character ranges of Python's parse are bytes: code after a Chinese comment lines up all the same
