@@ -6,14 +6,15 @@ symbol per token: a name the student chose (a variable, an argument, a function,
 attribute of ``self``) is ``V``, a number ``N``, a string ``S``; comments, docstrings and
 whitespace are dropped; keywords, operators, builtins, the modules the notebook imports, keyword
 arguments' names and the attributes of anything but ``self`` (``torch.softmax``, ``X.mean``) keep
-their spelling. The fingerprints are each statement (of :data:`MIN_STATEMENT` to :data:`K`
-tokens), in a longer one runs of :data:`K` tokens chosen by copydetect's winnowing (the method
-of MOSS), and every expression of at least :data:`MIN_STATEMENT` tokens (Python's own parse:
-each call, operation, subscript and operand, wherever it stands), a comprehension and the loop
-that appends its element to a list being one (:func:`subexpressions`). None spans two
-statements, so reordered statements, bodies moved into helpers and a loop rewritten as a
-comprehension leave the other statements' fingerprints, and the rewritten one's expressions,
-whole. Those of the released
+their spelling. The fingerprints of a cell that Python parses are the units of its syntax:
+each statement of :data:`MIN_STATEMENT` to :data:`K` tokens whole, and every expression of at
+least :data:`MIN_STATEMENT` tokens (each call, operation, subscript and operand, wherever it
+stands), a comprehension and the loop that appends its element to a list being one
+(:func:`subexpressions`); never a run of tokens cut across two units. A cell that does not
+parse (an IPython magic) has its statements and, in a longer one, runs of :data:`K` tokens
+chosen by copydetect's winnowing (the method of MOSS). None spans two statements, so reordered
+statements, bodies moved into helpers and a loop rewritten as a comprehension leave the other
+statements' fingerprints, and the rewritten one's expressions, whole. Those of the released
 notebook, in every language (stubs, docstrings, given helpers, the install cell, the visible
 tests), are boilerplate and never count.
 
