@@ -6,10 +6,15 @@ symbol per token: a name the student chose (a variable, an argument, a function,
 attribute of ``self``) is ``V``, a number ``N``, a string ``S``; comments, docstrings and
 whitespace are dropped; keywords, operators, builtins, the modules the notebook imports, keyword
 arguments' names and the attributes of anything but ``self`` (``torch.softmax``, ``X.mean``) keep
-their spelling. The fingerprints are each statement (of :data:`MIN_STATEMENT` to :data:`K`
-tokens) and, in a longer one, runs of :data:`K` tokens chosen by copydetect's winnowing (the
-method of MOSS); none spans two statements, so reordered statements, bodies moved into helpers
-and a changed loop leave the other statements' fingerprints whole. Those of the released
+their spelling. The fingerprints of a cell that Python parses are the units of its syntax:
+each statement of :data:`MIN_STATEMENT` to :data:`K` tokens whole, and every expression of at
+least :data:`MIN_STATEMENT` tokens (each call, operation, subscript and operand, wherever it
+stands), a comprehension and the loop that appends its element to a list being one
+(:func:`subexpressions`); never a run of tokens cut across two units. A cell that does not
+parse (an IPython magic) has its statements and, in a longer one, runs of :data:`K` tokens
+chosen by copydetect's winnowing (the method of MOSS). None spans two statements, so reordered
+statements, bodies moved into helpers and a loop rewritten as a comprehension leave the other
+statements' fingerprints, and the rewritten one's expressions, whole. Those of the released
 notebook, in every language (stubs, docstrings, given helpers, the install cell, the visible
 tests), are boilerplate and never count.
 
@@ -19,7 +24,9 @@ the smaller of the two submissions' masses (what each could share at most): 1 wh
 nothing unusual that the other lacks. The pairs listed are those whose score is an outlier of the
 batch's own best matches (:func:`threshold`) and that share at least :data:`MIN_SHARED`. Each
 submission is compared with the reference solution the same way (a leaked solution), and with
-``--archive``'s earlier years' submissions.
+``--archive``'s earlier years' submissions; a submission is listed against the reference when it
+matches it as much as a listed pair and far more than the class's own matches with it do
+(:func:`_against_reference`).
 
 Output: ``OUT/similarity.json``, ``OUT/similarity.csv``, one page per listed pair in
 ``OUT/similarity/<assignment>/`` (both notebooks' own code side by side, each matched region
@@ -29,6 +36,8 @@ pages' words are the grader's catalog's (``autograder.po``), in the language ask
 
 from __future__ import annotations
 
+import ast
+import bisect
 import builtins
 import csv
 import dataclasses
@@ -193,14 +202,16 @@ def _hashes(symbols: str, k: int) -> np.ndarray:
     return value.view(np.int64)
 
 
-def fingerprints(symbols: str, winnowed: bool = True):
-    """``(hash, position, length)`` of ``symbols`` (a normalised code, statements ended by the separator):
-    each statement of at least :data:`MIN_STATEMENT` and at most K tokens whole, and in a longer
-    one its runs of K tokens, chosen by copydetect's winnowing (all of them unless ``winnowed``).
-    No fingerprint spans two statements, so reordered statements keep theirs."""
+def fingerprints(symbols: str, winnowed: bool = True, runs: bool = True):
+    """``(hash, position, length)`` of ``symbols`` (a normalised code, statements ended by the
+    separator): each statement of :data:`MIN_STATEMENT` to :data:`K` tokens whole; a longer one,
+    with ``runs`` (code that Python cannot parse, which has no expressions to fingerprint), as its
+    runs of K tokens chosen by copydetect's winnowing (all of them unless ``winnowed``), and
+    without, not at all (its expressions are its fingerprints: :func:`_expression_prints`). No
+    fingerprint spans two statements, so reordered statements keep theirs."""
     at = 0
     for statement in symbols.split(_SEPARATOR):
-        if len(statement) > K:
+        if len(statement) > K and runs:
             hashes = _hashes(statement, K)
             if winnowed:
                 # imported here: copydetect's package imports matplotlib.pyplot (0.7 CPU-s on this machine),
@@ -211,8 +222,8 @@ def fingerprints(symbols: str, winnowed: bool = True):
             else:
                 where = np.arange(len(hashes))
             yield from ((value, at + w, K) for value, w in zip(hashes.tolist(), where.tolist()))
-        elif len(statement) >= MIN_STATEMENT:
-            yield int(_hashes(statement, len(statement))[0]), at, len(statement)
+        elif MIN_STATEMENT <= len(statement) <= K:
+            yield _hash(statement), at, len(statement)
         at += len(statement) + 1
 
 
@@ -228,31 +239,120 @@ def imported_names(codes: list[str]) -> set[str]:
     return found
 
 
+def _hash(symbols: str) -> int:
+    """:func:`_hashes`'s hash of the whole of ``symbols`` (one run), as a signed 64-bit integer."""
+    value = len(symbols)
+    for c in symbols:
+        value = (value * 0x100000001B3 + ord(c)) & 0xFFFFFFFFFFFFFFFF
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _comprehended(node: ast.AST) -> tuple[ast.AST, ast.AST, ast.AST] | None:
+    """``(target, iterable, element)`` of a comprehension with one ``for`` and no condition, or of
+    a loop whose body only appends one element to a list (``for t in it: out.append(e)``): the
+    same construction written two ways."""
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)) and len(node.generators) == 1 \
+            and not node.generators[0].ifs and not node.generators[0].is_async:
+        return node.generators[0].target, node.generators[0].iter, node.elt
+    if isinstance(node, ast.For) and not node.orelse and len(node.body) == 1 and isinstance(node.body[0], ast.Expr):
+        call = node.body[0].value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append" \
+                and len(call.args) == 1 and not call.keywords:
+            return node.target, node.iter, call.args[0]
+    return None
+
+
+def subexpressions(code: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """``(first, end, parts)`` for every expression of ``code`` (Python's own parse: each call,
+    operation, subscript and each of their operands), ``spans`` being its tokens' character
+    ranges (:func:`tokens`): the expression's token range, and the ranges whose tokens make its
+    fingerprint (its own range; for a comprehension or a loop that appends, :func:`_comprehended`'s
+    target, iterable and element, in that order, so that the two ways have one fingerprint).
+    Nothing when ``code`` does not parse (an IPython magic, a syntax error: its statements are
+    still fingerprinted). An expression is the same whatever holds it: a body moved into a
+    helper, a statement moved elsewhere."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = code.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    firsts = [start for start, _ in spans]
+
+    def offset(line: int, column: int) -> int:  # ast's columns count UTF-8 bytes
+        text = lines[line - 1] if line - 1 < len(lines) else ""
+        return starts[line - 1] + (column if text.isascii() else len(text.encode()[:column].decode(errors="ignore")))
+
+    def tokens_of(node: ast.AST) -> tuple[int, int]:
+        return (bisect.bisect_left(firsts, offset(node.lineno, node.col_offset)),
+                bisect.bisect_left(firsts, offset(node.end_lineno, node.end_col_offset)))
+
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.expr, ast.For)) or isinstance(node, (ast.Name, ast.Constant)) \
+                or not node.end_lineno:
+            continue
+        first, end = tokens_of(node)
+        parts = _comprehended(node)
+        if parts is not None:
+            out.append((first, end, [tokens_of(part) for part in parts]))
+        elif isinstance(node, ast.expr):
+            out.append((first, end, [(first, end)]))
+    return out
+
+
 def _fill(doc: Document, known: set[str], boilerplate: set[int]) -> Document:
-    pieces, spans = [], []
+    """``doc``'s symbols, spans and fingerprints: per cell, when it parses, its short statements and
+    every expression (each fingerprint a whole unit of the syntax, never a run of tokens cut
+    across two: a run that straddles a comprehension's ``for`` is lost when the loop is
+    rewritten, the expressions are not); when it does not, its statements and winnowed runs."""
+    pieces, spans, found = [], [], []
     for index, (_, code) in enumerate(doc.cells):
-        for symbol, start, end in tokens(code, known):
+        cell = tokens(code, known)
+        expressions = _expression_prints(code, cell, len(pieces))
+        symbols = "".join(s for s, _, _ in cell)
+        found += [(v, len(pieces) + at, n) for v, at, n in fingerprints(symbols, runs=not expressions)]
+        found += expressions
+        for symbol, start, end in cell:
             pieces.append(symbol)
             spans.append((index, start, end))
         pieces.append(_SEPARATOR)
         spans.append((index, len(code), len(code)))
     doc.symbols, doc.spans = "".join(pieces), spans
-    for value, position, length in fingerprints(doc.symbols):
+    for value, position, length in found:
         if value not in boilerplate:
             doc.prints.setdefault(value, []).append(position)
             doc.lengths[value] = length
     return doc
 
 
+def _expression_prints(code: str, cell: list[tuple[str, int, int]], at: int = 0):
+    """``(hash, position, length)`` of each expression of ``code`` (:func:`subexpressions`) of at
+    least :data:`MIN_STATEMENT` tokens, ``cell`` being its tokens (:func:`tokens`), positions
+    counted from ``at``."""
+    out = []
+    for first, end, parts in subexpressions(code, [(start, stop) for _, start, stop in cell]):
+        symbols = _SEPARATOR.join("".join(s for s, _, _ in cell[a:b] if s != _SEPARATOR) for a, b in parts)
+        if len(symbols) >= MIN_STATEMENT:
+            out.append((_hash(symbols), at + first, end - first))
+    return out
+
+
 def boilerplate_of(notebooks: list[dict], known: set[str]) -> set[int]:
     """Every fingerprint of every code cell of ``notebooks`` (the released notebooks and the
-    source's given cells; all runs of K tokens, not only the winnowed ones): what no student wrote."""
+    source's given cells; all runs of K tokens, not only the winnowed ones, and every expression):
+    what no student wrote."""
     found: set[int] = set()
     for nb in notebooks:
         for cell in nb.get("cells", []):
             if cell.get("cell_type") == "code":
-                symbols = "".join(s for s, _, _ in tokens(assemble._student_code(cell), known))
+                code = assemble._student_code(cell)
+                cut = tokens(code, known)
+                symbols = "".join(s for s, _, _ in cut)
                 found.update(value for value, _, _ in fingerprints(symbols, winnowed=False))
+                found.update(value for value, _, _ in _expression_prints(code, cut))
     return found
 
 
@@ -405,6 +505,28 @@ def pair_scores(docs: list[Document], weights: dict[int, float]) -> np.ndarray:
     return shared
 
 
+def _against_reference(docs: list[Document], reference: Document, counts: dict[int, int], bar: float) -> list[Pair]:
+    """Each of ``docs`` against the reference solution, a source of its own: a fingerprint of the
+    reference weighs ``1 / d``, ``d`` the submissions that hold it (none: 1), and a submission's
+    score is the weight it holds over the smaller of its own mass (the same weights) and the
+    reference's. Listed over two bars: the pairs' ``bar`` (as alike as a copy and its original)
+    and the class's own scores against the reference (:func:`threshold`): a leaked solution
+    matches the reference far more than the class does. The least weight shared is
+    :data:`MIN_SHARED`, or half the reference's mass when that is less: a reference written the
+    common way (its fingerprints held by many) has little that is unusual, and a leak holds all
+    of it."""
+    held = {v: 1.0 / max(counts.get(v, 0), 1) for v in reference.prints}
+    mass = sum(held.values())
+    amount = np.array([sum(held[v] for v in d.prints if v in held) for d in docs])
+    own = np.array([sum(1.0 / counts[v] for v in d.prints) for d in docs])
+    # at least one fingerprint's worth (or the whole reference): as a pair's mass, :func:`compare`
+    scores = amount / np.maximum(np.minimum(own, mass), min(1.0, mass))
+    bar = max(bar, threshold(scores))
+    least = min(MIN_SHARED, mass / 2)
+    return [Pair(d, reference, float(s), float(a), bar, bool(s > bar and a >= least))
+            for d, s, a in zip(docs, scores, amount) if a > 0]
+
+
 @dataclasses.dataclass
 class Pair:
     a: Document
@@ -447,16 +569,9 @@ def compare(docs: list[Document], reference: Document | None = None, archive: li
         rest = np.argsort(-score, kind="stable")[:len(chosen) + keep]
         for k in sorted(set(chosen.tolist()) | set(rest.tolist())):
             found.append((everyone[first[k]], everyone[second[k]], score[k], amount[k]))
-    if reference is not None and reference.prints and docs:
-        # against the reference, a fingerprint weighs 1 / (how many submissions hold it)
-        counts = _counts(everyone)
-        held = {v: 1.0 / max(counts.get(v, 0), 1) for v in reference.prints}
-        amount = np.array([sum(held[v] for v in d.prints if v in held) for d in docs])
-        own = np.array([sum(1.0 / counts[v] for v in d.prints) for d in docs])
-        rscores = amount / np.maximum(np.minimum(own, sum(held.values())), 1.0)
-        # as unusual as a pair of the class over the bar: one score per submission is too few for a bar of its own
-        found += [(d, reference, s, a) for d, s, a in zip(docs, rscores, amount) if a > 0]
     pairs = [Pair(a, b, float(s), float(x), bar, bool(s > bar and x >= MIN_SHARED)) for a, b, s, x in found]
+    if reference is not None and reference.prints and docs:
+        pairs += _against_reference(docs, reference, _counts(everyone), bar)
     pairs.sort(key=lambda p: (not p.listed, -p.score, p.a.key, p.b.key))
     listed = sum(p.listed for p in pairs)
     pairs = pairs[:listed + keep]

@@ -5,9 +5,11 @@
 student's answer to each exercise is one of the course's correct ways to write it, drawn at random:
 the reference solution or a ``CORRECT`` variant of ``tests/mutants/<chapter>.py`` (each written
 independently, and each passing every test), then rewritten in the student's own hand by
-:func:`honest_hand` (each rewrite drawn per statement or call: a nested call pulled out into a
-variable of its own, operands of ``+`` and ``*`` swapped, ``dim=-1`` passed by position,
-``transpose(-2, -1)`` written ``transpose(-1, -2)``, names of the student's own). Then, per
+:func:`honest_hand` (each rewrite drawn for every occurrence, independently: a nested call pulled
+out into a variable of its own, operands of ``+`` and ``*`` swapped, ``a < b`` or ``b > a``,
+``torch.f(x, ...)`` or ``x.f(...)``, ``math.sqrt(d)`` or ``d ** 0.5``, ``dim=-1`` passed by
+position, ``transpose(-2, -1)`` written ``transpose(-1, -2)``, names of the student's own: two
+students who drew the same way rarely write all of its statements alike). Then, per
 chapter, one planted copy of a different honest student for each disguise of :data:`DISGUISES`
 (renamed names; changed comments, whitespace and literals' spelling; reordered independent
 statements; loops turned into comprehensions or back; every function's body moved into a helper;
@@ -20,7 +22,8 @@ and whether it is over the threshold (listed); whether the leaked solution is li
 the threshold, per 100 students. Then the time of the step alone (``similarity.run``: reading,
 fingerprints, scores, pages) on one assignment with 100, 500 and 2,000 students, wall and CPU
 seconds (the CPU time is the steadier figure on a shared machine). Exit status 1 when a planted
-copy is behind an honest pair or more than 1 honest pair per 100 students is over the threshold.
+copy is behind an honest pair, more than 1 honest pair per 100 students is over the threshold, or
+an honest student is listed against the reference solution.
 """
 
 from __future__ import annotations
@@ -215,11 +218,40 @@ def helpers(tree: ast.Module, rng: random.Random) -> int:
     return len(moved)
 
 
+#: tensor operations that PyTorch offers both as ``torch.f(x, ...)`` and as the method ``x.f(...)``
+_BOTH_FORMS = {"sqrt", "exp", "log", "tanh", "sigmoid", "relu", "softmax", "sum", "mean", "var", "matmul",
+               "transpose", "unsqueeze", "masked_fill", "any", "all", "abs", "pow"}
+#: what is no tensor when a method is called on it (``math.sqrt``, ``self.proj``)
+_NO_TENSOR = {"torch", "F", "nn", "math", "np", "self", "super"}
+_MIRRORED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
 class _HonestHand(ast.NodeTransformer):
-    """Rewrites that independent students differ by, each drawn at random."""
+    """Rewrites that independent students differ by, each drawn at random, for every occurrence."""
 
     def __init__(self, rng: random.Random):
         self.rng = rng
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        # a < b or b > a
+        if len(node.ops) == 1 and type(node.ops[0]) in _MIRRORED and self.rng.random() < 0.5:
+            return ast.Compare(node.comparators[0], [_MIRRORED[type(node.ops[0])]()], [node.left])
+        return node
+
+    def _other_form(self, node):
+        """``torch.f(x, ...)`` as ``x.f(...)``, or the reverse (f of :data:`_BOTH_FORMS`)."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _BOTH_FORMS) or self.rng.random() >= 0.5:
+            return node
+        if isinstance(func.value, ast.Name) and func.value.id == "torch":
+            if node.args and not isinstance(node.args[0], ast.Starred):
+                return ast.Call(ast.Attribute(node.args[0], func.attr, ast.Load()), node.args[1:], node.keywords)
+        elif not (isinstance(func.value, ast.Name) and func.value.id in _NO_TENSOR) \
+                and not isinstance(func.value, ast.Constant):
+            return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), func.attr, ast.Load()),
+                            [func.value, *node.args], node.keywords)
+        return node
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -241,7 +273,10 @@ class _HonestHand(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        node = self._other_form(node)
         name = ast.unparse(node.func)
+        if name == "math.sqrt" and len(node.args) == 1 and self.rng.random() < 0.5:  # math.sqrt(d) or d ** 0.5
+            return ast.BinOp(node.args[0], ast.Pow(), ast.Constant(0.5))
         # the same operation reached another way: a @ b, x.view / x.reshape, F.relu / torch.relu
         if name == "torch.matmul" and len(node.args) == 2 and not node.keywords and self.rng.random() < 0.5:
             return ast.BinOp(node.args[0], ast.MatMult(), node.args[1])
@@ -458,6 +493,7 @@ def detection(students: int, seed: int) -> bool:
               f"highest honest score {top_honest:.3f}; leaked solution vs others: "
               f"{[p['a'] for p in report['pairs'] if p['kind'] == 'reference' and p['listed']]}")
         ok &= per_100 <= 1
+        ok &= all(p["a"].startswith(("copy_", "leak")) for p in report["pairs"] if p["kind"] == "reference" and p["listed"])
     return ok
 
 
@@ -488,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sizes:
         timing(args.sizes, args.seed)
     print("every planted copy ahead of every honest pair, at most 1 honest pair over the threshold per 100 "
-          "students: " + ("yes" if ok else "NO"))
+          "students, no honest student listed against the reference solution: " + ("yes" if ok else "NO"))
     return 0 if ok else 1
 
 

@@ -55,6 +55,68 @@ def test_a_reordered_statement_keeps_its_fingerprints(known):
     assert prints[0] == prints[1] and len(prints[0]) >= 2
 
 
+def _expressions(code: str, known) -> set[int]:
+    return {v for v, _, _ in similarity._expression_prints(code, similarity.tokens(code, known))}
+
+
+def test_a_loop_turned_comprehension_or_moved_into_a_helper_keeps_its_expressions(known):
+    """Every expression is a fingerprint of its own, and a comprehension and the loop that
+    appends the same element to a list are one: rewriting the loop, or moving the body into a
+    helper, leaves all of the rewritten code's expressions to be found."""
+    loop = ("def f(x, blocks):\n    out = []\n    for b in blocks:\n"
+            "        out.append(torch.tanh(b(x)[..., None, :] + x.mean(dim=-1)))\n    return out\n")
+    comprehension = "def g(y, bs):\n    return [torch.tanh(c(y)[..., None, :] + y.mean(dim=-1)) for c in bs]\n"
+    helper = ("def _h(y, bs):\n    return [torch.tanh(c(y)[..., None, :] + y.mean(dim=-1)) for c in bs]\n"
+              "def g(y, bs):\n    return _h(y, bs)\n")
+    assert _expressions(comprehension, known) <= _expressions(loop, known)
+    assert _expressions(comprehension, known) <= _expressions(helper, known)
+    assert len(_expressions(comprehension, known)) >= 4  # the whole, the element and its operands
+    # and a whole submission's fingerprints: no run of tokens cut across the comprehension is lost
+    prints = {name: set(similarity._fill(similarity.Document(name, "en", [("e", code)]), known, set()).prints)
+              for name, code in (("loop", loop), ("comprehension", comprehension))}
+    assert prints["comprehension"] <= prints["loop"]
+    other = "def g(y, bs):\n    return [torch.tanh(c(y)[..., None, :] + y.mean(dim=-1)) for c in bs if c]\n"
+    assert _expressions(other, known) != _expressions(comprehension, known)
+    # the character ranges of Python's parse are bytes: code after a Chinese comment lines up all the same
+    chinese = "def g(y, bs):\n    # 注意力\n    return [torch.tanh(c(y)[..., None, :] + y.mean(dim=-1)) for c in bs]  # 注意\n"
+    assert _expressions(chinese, known) == _expressions(comprehension, known)
+    assert similarity.subexpressions("%timeit f(x)\n", []) == []  # an IPython magic: no parse, statements only
+
+
+def test_a_leaked_solution_written_the_common_way_is_listed():
+    """A reference whose fingerprints the class holds widely has little that is unusual: a
+    submission holding all of it, and nothing else, is listed against it though it shares less
+    than MIN_SHARED; the honest students who hold parts of it are not."""
+    rng = random.Random(3)
+    reference = similarity.Document(similarity.REFERENCE, "en", [])
+    reference.prints = {v: [0] for v in range(10)}
+    docs = []
+    for n in range(40):  # each holds 3 of the reference's 10 fingerprints and 6 of its own
+        doc = similarity.Document(f"s{n:02d}", "en", [])
+        doc.prints = {v: [0] for v in rng.sample(range(10), 3) + list(range(100 + 10 * n, 106 + 10 * n))}
+        docs.append(doc)
+    leak = similarity.Document("leak", "en", [])
+    leak.prints = dict(reference.prints)
+    pairs, _ = similarity.compare(docs + [leak], reference)
+    listed = [(p.a.key, p.kind) for p in pairs if p.listed]
+    assert listed == [("leak", "reference")], [(p.a.key, p.b.key, p.score, p.threshold) for p in pairs[:5]]
+    assert pairs[0].shared < similarity.MIN_SHARED
+
+
+def test_an_honest_hand_draws_each_rewrite_for_every_occurrence():
+    """The class's honest students (benchmarks/similarity.py) choose each spelling wherever it
+    applies, independently: one student may write one call as a function and the next as a method,
+    so that two students who drew the same way rarely write all of its lines alike."""
+    code = "def f(x, y):\n    a = torch.softmax(x, -1)\n    b = torch.softmax(y, -1)\n    return a < b\n"
+    hands = {bench.honest_hand(code, random.Random(seed), {"f", "torch", "F"}) for seed in range(30)}
+    function, method = re.compile(r"\b(torch|F)\.softmax\("), re.compile(r"\b(?!torch\b|F\b)\w+\.softmax\(")
+    assert any(function.search(h) and method.search(h) for h in hands)  # both forms in one hand
+    assert any(" < " in h for h in hands) and any(" > " in h for h in hands)
+    assert len(hands) >= 10
+    for hand in hands:
+        compile(hand, "hand", "exec")
+
+
 def test_the_released_notebook_is_boilerplate_in_both_languages():
     """A student who submits the released notebook, English or Chinese, has nothing of their own."""
     assignment = similarity.Assignment.load(ASSIGNMENT)
