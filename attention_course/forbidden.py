@@ -24,3 +24,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     'tiled_attention_backward': ('torch.nn.functional.scaled_dot_product_attention', 'torch.autograd.grad', 'torch.Tensor.backward', 'torch.softmax', 'torch.Tensor.softmax',),
     'tiled_attention_forward': ('torch.nn.functional.scaled_dot_product_attention', 'torch.softmax', 'torch.nn.functional.softmax', 'torch.Tensor.softmax', 'torch.logsumexp', 'torch.log_softmax', 'torch.nn.functional.log_softmax', 'torch.nn.MultiheadAttention',),
 }
+
+#: the other exercises an exercise's own code must call (its docstring says it is built on them)
+CALLS: dict[str, tuple[str, ...]] = {
+    'TiledAttention': ('tiled_attention_backward',),
+}

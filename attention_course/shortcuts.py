@@ -521,6 +521,9 @@ def sentence(name: str, entry: str, how: str, via: str | None = None) -> str:
                                  "extension) that runs where the checks cannot see what it computes: write {name} in "
                                  "Python with PyTorch's public building blocks; an exercise that does so earns no "
                                  "points."),
+             "missing": gettext("{name} does not call {entry}, which its docstring says it is built on: its result "
+                                "must come from your {entry}, not from another computation; an exercise that does not "
+                                "call it earns no points."),
              "calls": gettext("{name} calls {entry}, which does this exercise's whole job: write {name} with your own "
                         "code (its docstring says which calls are not allowed); an exercise that calls {entry} "
                         "earns no points."),
@@ -597,11 +600,35 @@ def _watch_answer(answer, namespace: dict | None, name: str) -> None:
                 setattr(klass, key, type(value)(_watched(value.__func__, name)))
 
 
-def guard(answer, name: str, entries: Iterable[str]) -> None:
+def _names_used(codes: set, namespace: dict | None) -> set[str]:
+    """The global names ``codes`` read, and those of the notebook's functions they reach by name."""
+    names: set[str] = set()
+    pending = list(codes)
+    seen: set = set()
+    while pending:
+        code = pending.pop()
+        if code in seen:
+            continue
+        seen.add(code)
+        names.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                pending.append(const)
+        for used in code.co_names:
+            value = (namespace or {}).get(used)
+            value = getattr(value, "__watched__", value)
+            if type(value) is types.FunctionType and value.__module__ == "__main__":
+                pending.append(value.__code__)
+    return names
+
+
+def guard(answer, name: str, entries: Iterable[str], calls: Iterable[str] = ()) -> None:
     """In the learner's kernel: from now on, a call of one of ``entries`` made while
     ``answer``'s own code runs raises ``AssertionError`` naming it. Fails at once when
-    ``answer`` is (or derives from) one of them. Does nothing for anything but a function or
-    class written in the notebook."""
+    ``answer`` is (or derives from) one of them, or when its own code (and the notebook's
+    functions it calls) never names an exercise of ``calls``, which it must be built on
+    (``TiledAttention``'s backward on ``tiled_attention_backward``). Does nothing for anything
+    but a function or class written in the notebook."""
     entries = frozenset(entries)
     kind = type(answer)  # not isinstance: the grader's stand-in for a student's object is none of these
     if not (kind is types.FunctionType or kind is functools.partial or issubclass(kind, type)):
@@ -617,6 +644,10 @@ def guard(answer, name: str, entries: Iterable[str]) -> None:
         return
     if namespace is not None:
         rebind(namespace)
+    used = _names_used(codes, namespace)
+    for other in calls:
+        if other not in used:
+            raise AssertionError(sentence(name, other, "missing"))
     _GUARDED[name] = (entries, codes)
     listen(_on_call_in_kernel)
     helper = helpers_alive()

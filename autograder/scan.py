@@ -46,7 +46,8 @@ class Finding:
     detail: str  # what was seen, in words, with the line
     cell: str  # the grade_id of the cell (or "cell-N" for an added one)
     # why it is refused (a key of VERDICTS): "listed" (the exercise's list), "private", "unlisted" (not one
-    # of the building blocks an exercise may use, :func:`refused`), "concurrency", "compiled", "indirection"
+    # of the building blocks an exercise may use, :func:`refused`), "concurrency", "compiled", "indirection",
+    # "missing" (the exercise never calls an exercise its metadata's "calls" names: entry)
     kind: str = "listed"
 
 
@@ -526,6 +527,13 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
                             sub.id not in walk.shadowed) and (
                             sub.id == exercise or sub.id not in exercises):
                         todo.append(sub.id)
+        required = next((c.get("calls") or [] for c in cells if c["kind"] == "solution" and c["grade_id"] == exercise), [])
+        named = {sub.id for name in seen for node, _ in code.defs.get(name, []) for sub in ast.walk(node)
+                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+        for other in required:
+            if other not in named:
+                cell_name = next((c for _, c in code.defs.get(exercise, [])), exercise)
+                walk.hits.append((other, f"{exercise} never calls {other} ({cell_name})", cell_name, "missing"))
         for entry, detail, cell_name, why in dict.fromkeys(walk.hits):
             findings.append(Finding(exercise, entry, detail, cell_name, "private" if is_private(entry) else why))
             attributed.add(detail)
@@ -574,6 +582,8 @@ VERDICTS = {
     "compiled": N_("{exercise} compiles code ({entry}: TorchScript, torch.compile or a C extension), which runs where "
                    "the grader cannot see what it computes; an exercise that does so earns no points; write "
                    "{exercise} in Python with PyTorch's public building blocks."),
+    "missing": N_("{exercise} does not call {entry}, which its docstring says it is built on: its result must come "
+                  "from your {entry}, not from another computation; an exercise that does not call it earns no points."),
     "indirection": N_("{exercise} reaches a name that cannot be read before it runs ({entry}: a getattr, import, "
                       "eval or exec of a name computed at run time, globals() and the like), the way a forbidden "
                       "routine is hidden; an exercise that does so earns no points; name what {exercise} calls."),

@@ -572,3 +572,30 @@ def online_softmax(x, block_size):
         space["stop"].set()
         space["worker"].join()
     assert shortcuts.helpers_alive() is None
+
+
+def test_an_exercise_must_call_what_its_metadata_says_it_is_built_on():
+    """TiledAttention's backward must be the learner's own tiled_attention_backward (metadata "calls"): a
+    backward that computes the gradients any other way (autograd's, below) is refused by the scan and, at
+    the first visible test, in the kernel; one that calls it through a helper of the notebook's passes."""
+    other = ("class TiledAttention(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, dO):\n"
+             "        return {call}, None, None, None\n")
+    honest = other.format(call="*_grads(ctx, dO)") + ("def _grads(ctx, dO):\n"
+                                                      "    return tiled_attention_backward(*ctx.saved_tensors, dO)\n")
+    not_built_on = other.format(call="*torch.autograd.grad(ctx.out, ctx.saved_tensors, dO)")
+    for source, refused in ((honest, False), (not_built_on, True)):
+        cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP_44, "tags": []},
+                 {"kind": "solution", "grade_id": "TiledAttention", "source": source, "tags": [],
+                  "calls": ["tiled_attention_backward"]},
+                 {"kind": "solution", "grade_id": "tiled_attention_backward", "tags": [],
+                  "source": "def tiled_attention_backward(*a):\n    return a[:3]\n"}]
+        found = {(f.entry, f.kind) for f in scan.scan(cells, {"TiledAttention": [], "tiled_attention_backward": []})
+                 if f.entry}
+        assert (("tiled_attention_backward", "missing") in found) is refused, found
+        space = {"__name__": "__main__"}
+        exec(_SETUP_44 + cells[2]["source"] + source, space)
+        if refused:
+            with pytest.raises(AssertionError, match="^TiledAttention does not call tiled_attention_backward, which"):
+                shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
+        else:
+            shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
