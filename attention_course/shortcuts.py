@@ -20,6 +20,15 @@ that start with an underscore) are no exercise's building blocks: a call through
 made by the notebook's own code while an exercise runs counts as :data:`PRIVATE`, in every
 exercise (the grader's scan refuses the other private names).
 
+A list of names is always one name short, so three classes are refused whatever their names
+(issue 44): starting a thread, a process or an executor, or handing one work, while an exercise's
+own code runs, and a thread or process the notebook's code started that still runs then
+(:data:`CONCURRENCY`: the dispatcher's watch is per thread); compiling code (:data:`COMPILED`:
+TorchScript, ``torch.compile``, a C extension); and, where the watch is on (an exercise whose list
+names a computation), any dispatcher operation off the building blocks (:data:`OPERATIONS`). A call
+is charged to the innermost exercise whose own code runs (:func:`charged`), and counts where that
+exercise forbids it (:func:`forbids`).
+
 Two listeners use it:
 
 * the learner's kernel (:func:`guard`, called by :func:`attention_course.checks.check_own_code`):
@@ -352,8 +361,7 @@ _HELPERS: list[tuple[str, Callable[[], bool]]] = []
 # the modules of the machinery that starts threads and processes: a start is the notebook's when the
 # nearest frame outside them is the notebook's own code (``__main__``): ThreadPoolExecutor.submit from
 # a cell is, a thread that tqdm starts for its progress bar is not
-_MACHINERY = ("threading", "_thread", "concurrent", "multiprocessing", "subprocess", "os", "queue", "asyncio",
-              "attention_course.shortcuts")
+_MACHINERY = ("threading", "_thread", "concurrent", "multiprocessing", "subprocess", "os", "queue", "asyncio")
 
 
 def _notebooks(frame) -> bool:

@@ -17,8 +17,12 @@ functions and classes the exercise uses (followed by name), and the indirections
 name when their strings can be computed without running anything (``getattr`` with a string
 built from literals, ``importlib.import_module``, ``__import__``, ``sys.modules[...]``,
 ``eval``/``exec``/``compile`` of a literal). An indirection whose string cannot be computed
-so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``) is reported as
-*unresolved*: the instructor reads it in ``summary.html``; it costs nothing by itself. A
+so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``) is refused in an
+exercise's own code (``getattr(self, name)`` aside, listed as *unresolved* for the instructor, as
+is any indirection outside the exercises). Beyond each exercise's list, the code of an exercise
+may use only the building blocks (:func:`refused`: an allow-list of modules, of PyTorch's
+operations and of a tensor's attributes), and must call the exercises its metadata's ``"calls"``
+names. A
 forbidden function's method of a tensor (``x.logsumexp(-1)`` for ``torch.logsumexp``) is the
 function, and PyTorch's private entry points (``torch.ops``, ``torch._C``, any name with a part
 that starts with an underscore: :func:`is_private`) are forbidden in every exercise, listed or not. Comments and strings that merely name an entry are not code and are never a hit; nor
@@ -119,7 +123,7 @@ def refused(dotted: str) -> str | None:
         return "unlisted" if {"reduce", "accumulate", "reduceat", "testing"} & set(parts[1:]) else None
     if root != "torch" or len(parts) == 1:
         return None
-    if dotted.startswith(_TORCH_COMPILED) and (dotted + ".").startswith(tuple(p + "." for p in _TORCH_COMPILED)):
+    if (dotted + ".").startswith(tuple(p + "." for p in _TORCH_COMPILED)):
         return "compiled"
     if parts[1] in ("multiprocessing", "distributed"):
         return "concurrency"
