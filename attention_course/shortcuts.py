@@ -94,8 +94,8 @@ OPERATIONS: frozenset[str] = frozenset("""
     new_zeros new_ones arange linspace logspace eye scalar_tensor randn rand randint randperm randn_like rand_like
     randint_like normal uniform bernoulli multinomial fill zero
     sum mean amax amin max min aminmax var std var_mean std_mean prod norm linalg_vector_norm argmax argmin all any
-    cumsum cumprod count_nonzero sort argsort topk median kthvalue
-    mm bmm addmm addbmm baddbmm addmv mv dot vdot matmul einsum tensordot outer ger linear
+    cumsum cumprod cummax cummin count_nonzero sort argsort topk median kthvalue diff trace
+    mm bmm addmm addbmm baddbmm addmv mv dot vdot matmul einsum tensordot outer ger linear kron negative floor_divide
     index index_put _index_put_impl index_select index_add index_copy index_fill gather scatter scatter_add
     masked_fill masked_select masked_scatter take_along_dim nonzero where cat stack hstack vstack _local_scalar_dense
     item equal allclose isclose searchsorted bucketize unique _unique2
