@@ -377,6 +377,13 @@ class _Walk:
                 return
         if self.exercise is None:
             return
+        owner, _, method = dotted.rpartition(".")
+        if owner == "torch.Tensor":  # torch.Tensor.logsumexp(x) is x.logsumexp(): the function it is the method of
+            matching = [e for e, obj in self.entries.items() if e.rpartition(".")[2] == method and _tensor_method(e, obj)]
+            if matching:
+                self.hits.append((min(matching, key=lambda e: not e.startswith("torch.Tensor.")), f"{dotted} ({where})",
+                                  line_of, "listed"))
+                return
         if is_private(dotted):
             self.hits.append((dotted, f"{dotted}: PyTorch's internals ({where})", line_of, "private"))
             return
@@ -529,6 +536,8 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
         if student:
             trees.append((tree, cell["grade_id"]))
     code.settle()
+    if any(d.split(".")[0] == "torch" for ds in code.aliases.values() for d in ds):
+        _torch()  # the same findings whether or not this process imported it before (entries, methods, tags)
     exercises = {c["grade_id"] for c in cells if c["kind"] == "solution"}
     findings: list[Finding] = []
     attributed: set[str] = set()

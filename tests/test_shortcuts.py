@@ -599,3 +599,20 @@ def test_an_exercise_must_call_what_its_metadata_says_it_is_built_on():
                 shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
         else:
             shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
+
+
+def test_the_scan_says_the_same_in_a_judge_that_has_not_imported_torch():
+    """The judge scans before any test imports PyTorch: the building blocks (torch.exp, torch.bool) pass
+    there and a tensor's method of a forbidden function (torch.Tensor.logsumexp, x.logsumexp) is found."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom autograder import scan\nassert 'torch' not in sys.modules\n"
+            "source = 'def online_softmax(x, b):\\n    return torch.exp(x).to(torch.bool), torch.Tensor.logsumexp(x, -1), "
+            "x.logsumexp(-1), x.logcumsumexp(-1)\\n'\n"
+            "cells = [{'kind': 'other', 'grade_id': 'setup', 'source': 'import torch\\n'},\n"
+            "         {'kind': 'solution', 'grade_id': 'online_softmax', 'source': source}]\n"
+            "print(sorted({(f.entry, f.kind) for f in scan.scan(cells, {'online_softmax': ['torch.logsumexp']})}))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=nbt.ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[('torch.Tensor.logcumsumexp', 'unlisted'), ('torch.logsumexp', 'listed')]", done.stdout
