@@ -22,7 +22,7 @@ exercise (the grader's scan refuses the other private names).
 
 A list of names is always one name short, so three classes are refused whatever their names
 (issue 44): starting a thread, a process or an executor, or handing one work, while an exercise's
-own code runs, and a thread or process the notebook's code started that still runs then
+own code runs, and a thread the notebook's code started that still runs then
 (:data:`CONCURRENCY`: the dispatcher's watch is per thread); compiling code (:data:`COMPILED`:
 TorchScript, ``torch.compile``, a C extension); and, where the watch is on (an exercise whose list
 names a computation), any dispatcher operation off the building blocks (:data:`OPERATIONS`). A call
@@ -65,8 +65,7 @@ PRIVATE = "torch.ops"
 
 #: the calls that start a thread or a process (or hand work to one): forbidden in every exercise
 #: while its own code runs, since the watch below sees only the thread that runs the exercise;
-#: the threads and processes the notebook's code started before are refused too while it runs
-#: (:func:`helpers_alive`)
+#: the threads the notebook's code started before are refused too while it runs (:func:`helpers_alive`)
 CONCURRENCY = ("threading.Thread.start", "_thread.start_new_thread", "os.fork", "os.forkpty", "os.posix_spawn",
                "os.posix_spawnp", "os.system", "os.popen", "subprocess.Popen", "multiprocessing.process.BaseProcess.start",
                "concurrent.futures.thread.ThreadPoolExecutor.submit",
@@ -76,6 +75,7 @@ COMPILED = ("torch.jit.script", "torch.jit.trace", "torch.jit.trace_module", "to
             "torch.jit.load", "torch.compile", "torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline",
             "ctypes.CDLL", "cffi.FFI")
 _ALWAYS = frozenset(CONCURRENCY + COMPILED)
+_THREADS = ("threading.Thread.start", "_thread.start_new_thread", "concurrent.futures.thread.ThreadPoolExecutor.submit")
 
 #: The dispatcher's operations an exercise's own code may run where the watch is on (an exercise
 #: whose list names a computation, :data:`COMPUTATIONS`): every elementwise operation (PyTorch's tag
@@ -374,9 +374,11 @@ def _notebooks(frame) -> bool:
 
 
 def _started(entry: str, function, args, kwargs):
-    """Run the start ``function`` of ``entry``; when the notebook's own code asked for it, keep a test
-    of the new thread's or process's life for :func:`helpers_alive`."""
-    if not _notebooks(sys._getframe(2)):
+    """Run the start ``function`` of ``entry``; when the notebook's own code asked for a thread, keep a
+    test of its life for :func:`helpers_alive`. (A process the notebook started before is not: it
+    shares no memory with the exercise, and the ways to hand it work, a pipe, a file, ``subprocess``,
+    are refused by the grader's scan in an exercise's code.)"""
+    if entry not in _THREADS or not _notebooks(sys._getframe(2)):
         return function(*args, **kwargs)
     if entry == "_thread.start_new_thread":
         running = [True]
@@ -391,32 +393,16 @@ def _started(entry: str, function, args, kwargs):
         _HELPERS.append((entry, lambda: running[0]))
         return function(run, *rest, **kwargs)
     result = function(*args, **kwargs)
-    if entry == "threading.Thread.start" or entry.endswith("BaseProcess.start"):
-        started = args[0]
-        _HELPERS.append((entry, started.is_alive))
-    elif entry.endswith("Executor.submit"):
+    if entry == "threading.Thread.start":
+        _HELPERS.append((entry, args[0].is_alive))
+    else:  # an executor's work item
         _HELPERS.append((entry, lambda: not result.done()))
-    elif entry == "subprocess.Popen":
-        started = args[0]
-        _HELPERS.append((entry, lambda: started.poll() is None))
-    elif entry in ("os.fork", "os.forkpty") and (result if entry == "os.fork" else result[0]):
-        pid = result if entry == "os.fork" else result[0]
-        _HELPERS.append((entry, lambda: _alive(pid)))
     return result
 
 
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return False
-
-
 def helpers_alive() -> str | None:
-    """The entry that started a thread or process of the notebook's own code which still runs (its
-    work would run out of the watch's sight while an exercise waits for it), or None."""
+    """The entry that started a thread of the notebook's own code which still runs (its work would run
+    out of the watch's sight while an exercise waits for it), or None."""
     _HELPERS[:] = [(entry, alive) for entry, alive in _HELPERS if alive()]
     return _HELPERS[0][0] if _HELPERS else None
 
@@ -521,7 +507,7 @@ def sentence(name: str, entry: str, how: str, via: str | None = None) -> str:
                                  "job, so it is refused unless the course lists it; write {name} with those building "
                                  "blocks; an exercise that runs it earns no points."),
              "concurrency": gettext("{name} calls {entry}, which starts a thread or a process or hands it work (or a "
-                                    "thread or process the notebook started still runs): the checks watch only the "
+                                    "thread the notebook started still runs): the checks watch only the "
                                     "thread that runs the exercise, so work done elsewhere cannot be told from a "
                                     "library's; write {name} so that its own code does its work where it runs; an "
                                     "exercise that does so earns no points."),
@@ -571,7 +557,7 @@ def _on_call_in_kernel(entry: str, via: str | None = None) -> None:
 
 def _watched(function, name: str):
     """``function`` (of the exercise ``name``) run under :func:`watching` (a function already so
-    wrapped: itself), refused while a thread or process the notebook started runs (:func:`helpers_alive`)."""
+    wrapped: itself), refused while a thread the notebook started runs (:func:`helpers_alive`)."""
     if getattr(function, "__watched__", None) is not None:
         return function
 

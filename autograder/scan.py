@@ -84,7 +84,7 @@ _TENSOR_NAMES = frozenset("""
     sum_to_size backward retain_grad values indices apply_ map_ random_ exponential_ layout
 """.split())
 #: attributes that reach the autograd graph's nodes or a function's insides: no answer needs them
-_GRAPH = frozenset({"grad_fn", "next_functions", "_execution_engine", "register_hook", "register_post_accumulate_grad_hook",
+_GRAPH = frozenset({"tofile", "grad_fn", "next_functions", "_execution_engine", "register_hook", "register_post_accumulate_grad_hook",
                     "__globals__", "__dict__", "__builtins__", "__code__", "__closure__", "__subclasses__", "__bases__",
                     "__base__", "__mro__", "__getattribute__", "__import__", "__loader__", "__spec__", "__wrapped__",
                     "__reduce__", "__reduce_ex__", "f_globals", "f_locals", "f_back", "gi_frame", "tb_frame",
@@ -129,7 +129,9 @@ def refused(dotted: str) -> str | None:
     if root == "numpy":
         if "ctypeslib" in parts or "f2py" in parts:
             return "compiled"
-        return "unlisted" if {"reduce", "accumulate", "reduceat", "testing"} & set(parts[1:]) else None
+        return "unlisted" if set(parts[1:]) & {"reduce", "accumulate", "reduceat", "testing", "save", "savez",
+                                                "savez_compressed", "load", "loadtxt", "savetxt", "genfromtxt",
+                                                "fromfile", "memmap", "lib"} else None
     if root == "attention_course":  # another module reached through one of the course's (checks.torch.sparse)
         import importlib
 
@@ -172,7 +174,7 @@ def _tensor_name(name: str) -> bool:
 
 # builtins an indirection goes through (a rebinding such as ``g = getattr`` is followed)
 _BUILTINS = {name: f"builtins.{name}" for name in
-             ("getattr", "eval", "exec", "compile", "__import__", "vars", "globals", "locals")}
+             ("getattr", "eval", "exec", "compile", "__import__", "vars", "globals", "locals", "open")}
 _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "replace", "join", "format"}
 
 
@@ -423,6 +425,9 @@ class _Walk:
                 else:
                     self.code.learn(tree, None)
                     self.extra.append(tree)
+            elif func == "builtins.open" and self.exercise is not None:  # a file: how work reaches another process
+                self.hits.append(("open", f"open() ({where})", line_of, "concurrency"))
+                return
             elif func in ("builtins.vars", "builtins.globals", "builtins.locals"):
                 seen = (f"{func.split('.')[-1]}()", f"{func.split('.')[-1]}() ({where})")
         elif isinstance(node, ast.Subscript) and "sys.modules" in self.dotted(node.value):
@@ -459,9 +464,10 @@ class _Walk:
             return
         # a tensor's attribute: only where the student's code names PyTorch (a NumPy chapter's judge need not import it)
         torch = _torch() if any(d.split(".")[0] == "torch" for ds in self.code.aliases.values() for d in ds) else None
-        of_tensor = torch is not None and inspect.getattr_static(torch.Tensor, name, None) is not None
+        of_tensor = (torch is not None and not name.startswith("__")  # Python's protocols (x.__setitem__) aside
+                     and inspect.getattr_static(torch.Tensor, name, None) is not None)
         if name in _GRAPH or (of_tensor and not _tensor_name(name)):
-            entry = f"torch.Tensor.{name}" if of_tensor and not name.startswith("__") else f".{name}"
+            entry = f"torch.Tensor.{name}" if of_tensor else f".{name}"
             self.hits.append((entry, f".{name} of a value ({where})", line_of, "unlisted"))
 
 
