@@ -639,7 +639,8 @@ def guard(answer, name: str, entries: Iterable[str], calls: Iterable[str] = ()) 
     if namespace is not None:
         rebind(namespace)
     used = _names_used(codes, namespace)
-    for other in calls:
+    unanswered = "NotImplementedError" in used  # the notebook's stub, not written yet: its tests fail on their own
+    for other in calls if not unanswered else ():
         if other not in used:
             raise AssertionError(sentence(name, other, "missing"))
     _GUARDED[name] = (entries, codes)

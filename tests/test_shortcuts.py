@@ -616,3 +616,17 @@ def test_the_scan_says_the_same_in_a_judge_that_has_not_imported_torch():
     done = subprocess.run([sys.executable, "-c", code], cwd=nbt.ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[('torch.Tensor.logcumsumexp', 'unlisted'), ('torch.logsumexp', 'listed')]", done.stdout
+
+
+def test_an_exercise_not_written_yet_is_not_told_what_it_must_call():
+    """The learner's stub (raise NotImplementedError) fails its tests with NotImplementedError, in the
+    grader and in the kernel, not with the sentence of an exercise that forgot tiled_attention_backward."""
+    stub = ("class TiledAttention(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, dO):\n"
+            "        # YOUR CODE HERE\n        raise NotImplementedError('not written yet')\n")
+    cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP_44, "tags": []},
+             {"kind": "solution", "grade_id": "TiledAttention", "source": stub, "tags": [],
+              "calls": ["tiled_attention_backward"]}]
+    assert [f for f in scan.scan(cells, {"TiledAttention": []}) if f.entry] == []
+    space = {"__name__": "__main__"}
+    exec(_SETUP_44 + stub, space)
+    shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
