@@ -359,7 +359,8 @@ def check_own_code(answer: Any, *, name: str) -> None:
     ``attention_course``) instead of code written in the notebook; and, from this call on,
     whenever ``answer``'s code calls one of the library functions or classes that the
     exercise's docstring forbids ("Do not call ...": they would do its whole job), such as
-    ``torch.nn.functional.layer_norm`` in a ``LayerNorm``.
+    ``torch.nn.functional.layer_norm`` in a ``LayerNorm``; and at once when its code never calls an
+    exercise it must be built on (``TiledAttention``'s backward: ``tiled_attention_backward``).
 
     This catches the plain import and the usual shortcuts in a learner's kernel. The grader
     does not depend on it: while it grades a chapter, that chapter's solutions are not in its
@@ -374,7 +375,7 @@ def check_own_code(answer: Any, *, name: str) -> None:
                 name=name, solution=f"{module}.{getattr(answer, '__qualname__', name)}"))
     from attention_course import forbidden, shortcuts  # here: chapter 1's kernel need not import them otherwise
 
-    shortcuts.guard(answer, name, forbidden.FORBIDDEN.get(name, ()))
+    shortcuts.guard(answer, name, forbidden.FORBIDDEN.get(name, ()), forbidden.CALLS.get(name, ()))
 
 
 __all__ = [

@@ -12,7 +12,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     'GroupedQueryAttention': ('torch.nn.functional.scaled_dot_product_attention', 'torch.nn.MultiheadAttention', 'torch.nn.functional.multi_head_attention_forward',),
     'LayerNorm': ('torch.nn.functional.layer_norm', 'torch.nn.LayerNorm', 'torch.layer_norm',),
     'MultiHeadAttention': ('torch.nn.MultiheadAttention', 'torch.nn.functional.multi_head_attention_forward',),
-    'TiledAttention': ('torch.nn.functional.scaled_dot_product_attention',),
+    'TiledAttention': ('torch.nn.functional.scaled_dot_product_attention', 'torch.autograd.grad', 'torch.Tensor.backward',),
     'Transformer': ('torch.nn.Transformer',),
     'TransformerDecoder': ('torch.nn.TransformerDecoder', 'torch.nn.Transformer',),
     'TransformerEncoder': ('torch.nn.TransformerEncoder', 'torch.nn.Transformer',),
@@ -20,7 +20,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     'online_softmax': ('torch.logsumexp', 'torch.special.logsumexp', 'torch.softmax', 'torch.nn.functional.softmax', 'torch.Tensor.softmax', 'torch.log_softmax', 'torch.nn.functional.log_softmax',),
     'pairwise_sq_dists': ('scipy.spatial.distance.cdist', 'torch.cdist',),
     'scaled_dot_product_attention': ('torch.nn.functional.scaled_dot_product_attention',),
-    'softmax': ('scipy.special.softmax', 'torch.softmax', 'torch.special.softmax', 'torch.nn.functional.softmax', 'torch.nn.Softmax', 'torch.Tensor.softmax',),
+    'softmax': ('scipy.special.softmax', 'torch.softmax', 'torch.special.softmax', 'torch.nn.functional.softmax', 'torch.nn.Softmax', 'torch.Tensor.softmax', 'torch.log_softmax', 'torch.nn.functional.log_softmax',),
     'tiled_attention_backward': ('torch.nn.functional.scaled_dot_product_attention', 'torch.autograd.grad', 'torch.Tensor.backward', 'torch.softmax', 'torch.Tensor.softmax',),
-    'tiled_attention_forward': ('torch.nn.functional.scaled_dot_product_attention', 'torch.softmax', 'torch.nn.functional.softmax', 'torch.Tensor.softmax', 'torch.logsumexp', 'torch.nn.MultiheadAttention',),
+    'tiled_attention_forward': ('torch.nn.functional.scaled_dot_product_attention', 'torch.softmax', 'torch.nn.functional.softmax', 'torch.Tensor.softmax', 'torch.logsumexp', 'torch.log_softmax', 'torch.nn.functional.log_softmax', 'torch.nn.MultiheadAttention',),
+}
+
+#: the other exercises an exercise's own code must call (its docstring says it is built on them)
+CALLS: dict[str, tuple[str, ...]] = {
+    'TiledAttention': ('tiled_attention_backward',),
 }

@@ -20,6 +20,15 @@ that start with an underscore) are no exercise's building blocks: a call through
 made by the notebook's own code while an exercise runs counts as :data:`PRIVATE`, in every
 exercise (the grader's scan refuses the other private names).
 
+A list of names is always one name short, so three classes are refused whatever their names
+(issue 44): starting a thread, a process or an executor, or handing one work, while an exercise's
+own code runs, and a thread the notebook's code started that still runs then
+(:data:`CONCURRENCY`: the dispatcher's watch is per thread); compiling code (:data:`COMPILED`:
+TorchScript, ``torch.compile``, a C extension); and, where the watch is on (an exercise whose list
+names a computation), any dispatcher operation off the building blocks (:data:`OPERATIONS`). A call
+is charged to the innermost exercise whose own code runs (:func:`charged`), and counts where that
+exercise forbids it (:func:`forbids`).
+
 Two listeners use it:
 
 * the learner's kernel (:func:`guard`, called by :func:`attention_course.checks.check_own_code`):
@@ -53,6 +62,46 @@ _original_import = None
 
 #: the pseudo-entry of PyTorch's private entry points, forbidden in every exercise
 PRIVATE = "torch.ops"
+
+#: the calls that start a thread or a process (or hand work to one): forbidden in every exercise
+#: while its own code runs, since the watch below sees only the thread that runs the exercise;
+#: the threads the notebook's code started before are refused too while it runs (:func:`helpers_alive`)
+CONCURRENCY = ("threading.Thread.start", "_thread.start_new_thread", "os.fork", "os.forkpty", "os.posix_spawn",
+               "os.posix_spawnp", "os.system", "os.popen", "subprocess.Popen", "multiprocessing.process.BaseProcess.start",
+               "concurrent.futures.thread.ThreadPoolExecutor.submit",
+               "concurrent.futures.process.ProcessPoolExecutor.submit")
+#: the calls that compile code which then runs out of the watch's sight: forbidden in every exercise
+COMPILED = ("torch.jit.script", "torch.jit.trace", "torch.jit.trace_module", "torch.jit.CompilationUnit",
+            "torch.jit.load", "torch.compile", "torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline",
+            "ctypes.CDLL", "cffi.FFI")
+_ALWAYS = frozenset(CONCURRENCY + COMPILED)
+_THREADS = ("threading.Thread.start", "_thread.start_new_thread", "concurrent.futures.thread.ThreadPoolExecutor.submit")
+
+#: The dispatcher's operations an exercise's own code may run where the watch is on (an exercise
+#: whose list names a computation, :data:`COMPUTATIONS`): every elementwise operation (PyTorch's tag
+#: ``pointwise``) and reduction (tag ``reduction``), and these families, measured on the solutions
+#: and every correct variant in tests/mutants/ and widened to whole families so that another honest
+#: style passes too. Any other operation (a fused or composite one such as ``aten::logcumsumexp``
+#: or ``aten::_sparse_log_softmax``) is refused by default, named; an entry of the exercise's own
+#: list is refused through its computation however listed here. Names without ``aten::``; an
+#: in-place form (``name_``) goes with its name.
+OPERATIONS: frozenset[str] = frozenset("""
+    view _unsafe_view reshape _reshape_alias view_as expand expand_as permute transpose t unsqueeze squeeze select
+    slice narrow split split_with_sizes chunk unbind alias detach lift_fresh lift_fresh_copy as_strided diagonal
+    movedim flatten unflatten contiguous clone _to_copy to copy flip roll repeat repeat_interleave tile unfold diag
+    diag_embed broadcast_to broadcast_tensors tril triu tril_indices triu_indices meshgrid
+    empty empty_like empty_strided zeros zeros_like ones ones_like full full_like new_empty new_empty_strided new_full
+    new_zeros new_ones arange linspace logspace eye scalar_tensor randn rand randint randperm randn_like rand_like
+    randint_like normal uniform bernoulli multinomial fill zero
+    sum mean amax amin max min aminmax var std var_mean std_mean prod norm linalg_vector_norm argmax argmin all any
+    cumsum cumprod cummax cummin count_nonzero sort argsort topk median kthvalue diff trace
+    mm bmm addmm addbmm baddbmm addmv mv dot vdot matmul einsum tensordot outer ger linear kron negative floor_divide
+    index index_put _index_put_impl index_select index_add index_copy index_fill gather scatter scatter_add
+    masked_fill masked_select masked_scatter take_along_dim nonzero where cat stack hstack vstack _local_scalar_dense
+    item equal allclose isclose searchsorted bucketize unique _unique2
+    _softmax softmax _log_softmax log_softmax layer_norm native_layer_norm dropout native_dropout embedding
+    nll_loss nll_loss_forward nll_loss2d_forward cross_entropy_loss
+""".split())
 
 _FUSED_ATTENTION = ("aten::_scaled_dot_product_*", "aten::_flash_attention_*", "aten::_efficient_attention_*",
                     "aten::_cudnn_attention_*")
@@ -134,6 +183,8 @@ def _wrapper(entry: str, function):
             _fire_route(entry)
         else:
             _fire(entry)
+        if entry in CONCURRENCY:
+            return _started(entry, function, args, kwargs)
         return function(*args, **kwargs)
 
     tripwire.__forbidden_entry__ = entry
@@ -226,7 +277,7 @@ def arm(entries: Iterable[str]) -> None:
             else:
                 _STANDS_FOR.setdefault(route, set()).add(entry)
                 entries.append(route)
-    entries += _PRIVATE_CALLS
+    entries += _PRIVATE_CALLS + CONCURRENCY + COMPILED
     _PENDING.update(e for e in entries if e not in _ARMED)
     arm_pending()
     if _PENDING and _original_import is None:
@@ -254,15 +305,106 @@ _PRIVATE_CALLS = ("torch._ops.OpOverloadPacket.__call__", "torch._ops.OpOverload
 
 def _operations(func) -> tuple[tuple[str, str], ...]:
     """``((entry, operation name), ...)``: the armed entries whose computation the dispatcher's
-    operation ``func`` (an OpOverload) does."""
+    operation ``func`` (an OpOverload) does, and ``(name, name)`` when ``func`` is not one of the
+    building blocks (:func:`listed`). Looked up once per operation."""
     found = _SEEN_OPS.get(func)
     if found is None:
         name = func._schema.name
         found = tuple((entry, name) for pattern, entries in sorted(_OPERATIONS.items())
                       if name == pattern or (pattern.endswith("*") and name.startswith(pattern[:-1]))
                       for entry in sorted(entries))
+        if not listed(func):
+            found += ((name, name),)
         _SEEN_OPS[func] = found
     return found
+
+
+def listed(func) -> bool:
+    """Whether the dispatcher's operation ``func`` (an OpOverload) is one of :data:`OPERATIONS`'
+    building blocks: elementwise, a reduction, or of a listed family (its in-place form too)."""
+    torch = sys.modules["torch"]
+    name = func._schema.name.partition("::")[2]
+    tags = getattr(func, "tags", ())
+    return (torch.Tag.pointwise in tags or torch.Tag.reduction in tags or name in OPERATIONS
+            or (name.endswith("_") and name[:-1] in OPERATIONS))
+
+
+def watched(entries: Iterable[str]) -> bool:
+    """Whether an exercise with the forbidden ``entries`` runs under the watch: its list names a
+    computation of the dispatcher (:data:`COMPUTATIONS`), so an operation off :data:`OPERATIONS`
+    is refused in it too."""
+    return any(route.startswith("aten::") for entry in entries for route in COMPUTATIONS.get(entry, ()))
+
+
+def forbids(entries: Iterable[str], entry: str) -> bool:
+    """Whether an exercise whose list is ``entries`` forbids ``entry``: one of its list, PyTorch's
+    private entry points, a thread, process or compiler (:data:`CONCURRENCY`, :data:`COMPILED`:
+    every exercise), or an operation off the building blocks (``aten::name``) where it is watched."""
+    return (entry in entries or entry == PRIVATE or entry in _ALWAYS
+            or (entry.startswith("aten::") and watched(entries)))
+
+
+def kind(entry: str) -> str:
+    """How ``entry`` is refused, for the message: "private", "concurrency", "compiled", "unlisted"
+    (an operation off :data:`OPERATIONS`) or "listed" (an entry of the exercise's list)."""
+    if entry == PRIVATE:
+        return "private"
+    if entry in CONCURRENCY:
+        return "concurrency"
+    if entry in COMPILED:
+        return "compiled"
+    return "unlisted" if entry.startswith("aten::") else "listed"
+
+
+# the threads and processes the notebook's own code started: (what started it, a test of life)
+_HELPERS: list[tuple[str, Callable[[], bool]]] = []
+# the modules of the machinery that starts threads and processes: a start is the notebook's when the
+# nearest frame outside them is the notebook's own code (``__main__``): ThreadPoolExecutor.submit from
+# a cell is, a thread that tqdm starts for its progress bar is not
+_MACHINERY = ("threading", "_thread", "concurrent", "multiprocessing", "subprocess", "os", "queue", "asyncio")
+
+
+def _notebooks(frame) -> bool:
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name.split(".")[0] not in _MACHINERY and name != "attention_course.shortcuts":
+            return name == "__main__"
+        frame = frame.f_back
+    return False
+
+
+def _started(entry: str, function, args, kwargs):
+    """Run the start ``function`` of ``entry``; when the notebook's own code asked for a thread, keep a
+    test of its life for :func:`helpers_alive`. (A process the notebook started before is not: it
+    shares no memory with the exercise, and the ways to hand it work, a pipe, a file, ``subprocess``,
+    are refused by the grader's scan in an exercise's code.)"""
+    if entry not in _THREADS or not _notebooks(sys._getframe(2)):
+        return function(*args, **kwargs)
+    if entry == "_thread.start_new_thread":
+        running = [True]
+        target, rest = args[0], args[1:]
+
+        def run(*a, **k):
+            try:
+                return target(*a, **k)
+            finally:
+                running[0] = False
+
+        _HELPERS.append((entry, lambda: running[0]))
+        return function(run, *rest, **kwargs)
+    result = function(*args, **kwargs)
+    if entry == "threading.Thread.start":
+        _HELPERS.append((entry, args[0].is_alive))
+    else:  # an executor's work item
+        _HELPERS.append((entry, lambda: not result.done()))
+    return result
+
+
+def helpers_alive() -> str | None:
+    """The entry that started a thread of the notebook's own code which still runs (its work would run
+    out of the watch's sight while an exercise waits for it), or None."""
+    _HELPERS[:] = [(entry, alive) for entry, alive in _HELPERS if alive()]
+    return _HELPERS[0][0] if _HELPERS else None
 
 
 _watch = None  # the TorchDispatchMode class, made when torch is there
@@ -359,6 +501,23 @@ def sentence(name: str, entry: str, how: str, via: str | None = None) -> str:
                                 "whole job whatever route calls it (a method of a tensor, torch.special, torch.ops, a "
                                 "fused kernel): write {name} with your own code (its docstring says which calls are "
                                 "not allowed); an exercise that calls {entry} earns no points."),
+             "unlisted": gettext("{name} runs {via}, an operation of PyTorch which is not one of the building blocks an "
+                                 "exercise's own code may use (elementwise arithmetic, reductions, matrix products, "
+                                 "indexing, views, tensor creation): any other operation may do the exercise's whole "
+                                 "job, so it is refused unless the course lists it; write {name} with those building "
+                                 "blocks; an exercise that runs it earns no points."),
+             "concurrency": gettext("{name} calls {entry}, which starts a thread or a process or hands it work (or a "
+                                    "thread the notebook started still runs): the checks watch only the "
+                                    "thread that runs the exercise, so work done elsewhere cannot be told from a "
+                                    "library's; write {name} so that its own code does its work where it runs; an "
+                                    "exercise that does so earns no points."),
+             "compiled": gettext("{name} calls {entry}, which compiles code (TorchScript, torch.compile or a C "
+                                 "extension) that runs where the checks cannot see what it computes: write {name} in "
+                                 "Python with PyTorch's public building blocks; an exercise that does so earns no "
+                                 "points."),
+             "missing": gettext("{name} does not call {entry}, which its docstring says it is built on: its result "
+                                "must come from your {entry}, not from another computation; an exercise that does not "
+                                "call it earns no points."),
              "calls": gettext("{name} calls {entry}, which does this exercise's whole job: write {name} with your own "
                         "code (its docstring says which calls are not allowed); an exercise that calls {entry} "
                         "earns no points."),
@@ -372,33 +531,41 @@ def sentence(name: str, entry: str, how: str, via: str | None = None) -> str:
 
 
 def charged(entry: str, exercises: dict[str, tuple[Iterable[str], set]], frame) -> str | None:
-    """The exercise that pays for ``entry`` running at ``frame``: the innermost on the stack whose
-    own code (``exercises``: name -> (its entries, its code objects)) is running and which forbids
-    ``entry`` (every exercise forbids :data:`PRIVATE`); None when none. An exercise built on
-    another that took the shortcut (``TiledAttention`` on ``tiled_attention_forward``) does not."""
+    """The exercise that answers for ``entry`` running at ``frame``: the innermost on the stack whose
+    own code (``exercises``: name -> (its entries, its code objects)) is running, whether or not it
+    forbids ``entry`` (:func:`forbids` decides: a log-space ``update_online_softmax`` may call
+    ``torch.logsumexp`` inside an ``online_softmax`` that may not); of several whose code that frame
+    is (a class and a subclass of the notebook), one that forbids it. None when no exercise's own
+    code is on the stack. An exercise built on another that took the shortcut (``TiledAttention``
+    on ``tiled_attention_forward``) does not answer for it."""
     depth = 0
     while frame is not None and depth < 500:
-        for name, (entries, codes) in exercises.items():
-            if frame.f_code in codes and (entry in entries or entry == PRIVATE):
-                return name
+        owners = [name for name, (_, codes) in exercises.items() if frame.f_code in codes]
+        if owners:
+            return next((name for name in owners if forbids(exercises[name][0], entry)), owners[0])
         frame, depth = frame.f_back, depth + 1
     return None
 
 
 def _on_call_in_kernel(entry: str, via: str | None = None) -> None:
     name = charged(entry, _GUARDED, sys._getframe(2))
-    if name is not None:
-        how = "private" if entry == PRIVATE else "calls" if via is None else "reaches"
+    if name is not None and forbids(_GUARDED[name][0], entry):
+        how = kind(entry)
+        how = how if how != "listed" else "calls" if via is None else "reaches"
         raise AssertionError(sentence(name, entry, how, via))
 
 
-def _watched(function):
-    """``function`` run under :func:`watching` (a function already so wrapped: itself)."""
+def _watched(function, name: str):
+    """``function`` (of the exercise ``name``) run under :func:`watching` (a function already so
+    wrapped: itself), refused while a thread the notebook started runs (:func:`helpers_alive`)."""
     if getattr(function, "__watched__", None) is not None:
         return function
 
     @functools.wraps(function)
     def watched(*args, **kwargs):
+        helper = helpers_alive()
+        if helper is not None:
+            raise AssertionError(sentence(name, helper, "concurrency"))
         with watching():
             return function(*args, **kwargs)
 
@@ -406,14 +573,14 @@ def _watched(function):
     return watched
 
 
-def _watch_answer(answer, namespace: dict | None) -> None:
+def _watch_answer(answer, namespace: dict | None, name: str) -> None:
     """From now on ``answer``'s own code runs under :func:`watching`: a function through the
     notebook's names bound to it, a class through its own methods (and its bases' of the notebook)."""
     if type(answer) is types.FunctionType:
         if namespace is not None:
             for key, value in list(namespace.items()):
                 if value is answer:
-                    namespace[key] = _watched(answer)
+                    namespace[key] = _watched(answer, name)
         return
     module = answer.__dict__.get("__module__")
     for klass in answer.__mro__:
@@ -422,16 +589,40 @@ def _watch_answer(answer, namespace: dict | None) -> None:
         for key, value in list(klass.__dict__.items()):
             if type(value) is types.FunctionType and not (key.startswith("__") and key != "__init__"
                                                            and key != "__call__"):
-                setattr(klass, key, _watched(value))
+                setattr(klass, key, _watched(value, name))
             elif isinstance(value, (staticmethod, classmethod)) and type(value.__func__) is types.FunctionType:
-                setattr(klass, key, type(value)(_watched(value.__func__)))
+                setattr(klass, key, type(value)(_watched(value.__func__, name)))
 
 
-def guard(answer, name: str, entries: Iterable[str]) -> None:
+def _names_used(codes: set, namespace: dict | None) -> set[str]:
+    """The global names ``codes`` read, and those of the notebook's functions they reach by name."""
+    names: set[str] = set()
+    pending = list(codes)
+    seen: set = set()
+    while pending:
+        code = pending.pop()
+        if code in seen:
+            continue
+        seen.add(code)
+        names.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                pending.append(const)
+        for used in code.co_names:
+            value = (namespace or {}).get(used)
+            value = getattr(value, "__watched__", value)
+            if type(value) is types.FunctionType and value.__module__ == "__main__":
+                pending.append(value.__code__)
+    return names
+
+
+def guard(answer, name: str, entries: Iterable[str], calls: Iterable[str] = ()) -> None:
     """In the learner's kernel: from now on, a call of one of ``entries`` made while
     ``answer``'s own code runs raises ``AssertionError`` naming it. Fails at once when
-    ``answer`` is (or derives from) one of them. Does nothing for anything but a function or
-    class written in the notebook."""
+    ``answer`` is (or derives from) one of them, or when its own code (and the notebook's
+    functions it calls) never names an exercise of ``calls``, which it must be built on
+    (``TiledAttention``'s backward on ``tiled_attention_backward``). Does nothing for anything
+    but a function or class written in the notebook."""
     entries = frozenset(entries)
     kind = type(answer)  # not isinstance: the grader's stand-in for a student's object is none of these
     if not (kind is types.FunctionType or kind is functools.partial or issubclass(kind, type)):
@@ -447,8 +638,15 @@ def guard(answer, name: str, entries: Iterable[str]) -> None:
         return
     if namespace is not None:
         rebind(namespace)
+    used = _names_used(codes, namespace)
+    unanswered = "NotImplementedError" in used  # the notebook's stub, not written yet: its tests fail on their own
+    for other in calls if not unanswered else ():
+        if other not in used:
+            raise AssertionError(sentence(name, other, "missing"))
     _GUARDED[name] = (entries, codes)
     listen(_on_call_in_kernel)
-    if kind is not functools.partial and any(
-            route.startswith("aten::") for entry in entries for route in COMPUTATIONS.get(entry, ())):
-        _watch_answer(answer, namespace)
+    helper = helpers_alive()
+    if helper is not None:
+        raise AssertionError(sentence(name, helper, "concurrency"))
+    if kind is not functools.partial and watched(entries):
+        _watch_answer(answer, namespace, name)

@@ -126,7 +126,8 @@ def judge_cells(notebook: nbformat.NotebookNode) -> list[dict]:
         cells.append({"index": index, "grade_id": grade_id, "kind": kind, "source": cell.source,
                       "tags": list(cell.metadata.get("tags", [])),
                       # the course's list (the source notebook's metadata), for a solution cell
-                      "forbidden": list(cell.metadata.get("forbidden", [])) if kind == "solution" else []})
+                      "forbidden": list(cell.metadata.get("forbidden", [])) if kind == "solution" else [],
+                      "calls": list(cell.metadata.get("calls", [])) if kind == "solution" else []})
     return cells
 
 

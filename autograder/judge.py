@@ -37,7 +37,7 @@ import numpy as np
 import psutil
 
 from attention_course import i18n
-from attention_course.shortcuts import PRIVATE
+from attention_course import shortcuts
 from autograder import catalogs, sandbox, scan, wire
 from autograder.chapter_view import package_view
 from autograder.assemble import KERNEL_ONLY_TAG, student_names
@@ -198,7 +198,8 @@ class Link:
         """Attribute the forbidden calls a reply reports, each ``[entry, exercise]``: to the
         exercise whose own code made it, else (None) to the exercise whose object the request went
         into (the root of the stand-in's label: ``LayerNorm(…)`` is ``LayerNorm``'s). Only an entry
-        that exercise forbids counts (:data:`PRIVATE`: every exercise); a report can only cost
+        that exercise forbids counts (:func:`attention_course.shortcuts.forbids`: PyTorch's private entry
+        points, threads, processes and compilers in every exercise); a report can only cost
         the submission points, never earn them."""
         calls = reply.get("shortcuts")
         if not isinstance(calls, list):
@@ -209,7 +210,7 @@ class Link:
             entry, exercise = call
             if not isinstance(exercise, str) or exercise not in self.forbidden:
                 exercise = label.split("(", 1)[0]
-            if entry in self.forbidden.get(exercise, ()) or (entry == PRIVATE and exercise in self.forbidden):
+            if exercise in self.forbidden and shortcuts.forbids(self.forbidden[exercise], entry):
                 self.tripped.setdefault(exercise, set()).add(entry)
 
     def request(self, op: str, timeout: float | None = None, **fields) -> dict:
@@ -615,32 +616,31 @@ class Judge:
             self.link.stop("grading finished")
         return self.shortcut_verdicts(cells, results, found)
 
-    def _scanned(self, cells: list[dict]) -> dict[str, str]:
-        """Exercise -> the forbidden entry the static scan of the student's code found it reach
-        (each finding is kept in ``self.shortcuts`` for the instructor's summary; what the scan
-        could not resolve costs nothing)."""
-        found: dict[str, str] = {}
+    def _scanned(self, cells: list[dict]) -> dict[str, tuple[str, str]]:
+        """Exercise -> (the entry the static scan of the student's code refused in it, how:
+        :attr:`autograder.scan.Finding.kind`); each finding is kept in ``self.shortcuts`` for the
+        instructor's summary."""
+        found: dict[str, tuple[str, str]] = {}
         for finding in scan.scan(cells, self.link.forbidden):
             self.shortcuts.append({**dataclasses.asdict(finding), "how": "scan"})
             if finding.entry is not None:
-                found.setdefault(finding.exercise, finding.entry)
+                found.setdefault(finding.exercise, (finding.entry, finding.kind))
         return found
 
-    def _shortcut_verdict(self, test: str, exercises: list[str], found: dict[str, str]) -> dict | None:
+    def _shortcut_verdict(self, test: str, exercises: list[str], found: dict[str, tuple[str, str]]) -> dict | None:
         """The error of the test cell ``test`` when its exercise took a shortcut, seen by the scan
         (``found``) or by the trip-wires so far; None otherwise. A test belongs to the longest
         exercise name it starts with among ALL the exercises: test_update_online_softmax is
         update_online_softmax's even when only online_softmax cheated."""
         exercise = scan.exercise_of_test(test, exercises)
-        entry = found.get(exercise) or min(self.link.tripped.get(exercise, ()), default=None)
+        tripped = min(self.link.tripped.get(exercise, ()), default=None)
+        entry, how = found.get(exercise) or (tripped, shortcuts.kind(tripped or ""))
         if entry is None:
             return None
-        private = entry == PRIVATE or scan.is_private(entry)
-        return {"type": "ForbiddenShortcut", "message": i18n.gettext(scan.PRIVATE_VERDICT if private else scan.VERDICT)
-                .format(exercise=exercise, entry=entry)}
+        return {"type": "ForbiddenShortcut", "message": i18n.gettext(scan.VERDICTS[how]).format(exercise=exercise, entry=entry)}
 
     def shortcut_verdicts(self, cells: list[dict], results: list[CellResult],
-                          found: dict[str, str] | None = None) -> list[CellResult]:
+                          found: dict[str, tuple[str, str]] | None = None) -> list[CellResult]:
         """The tests of an exercise that reached one of its forbidden library calls, seen by
         the static scan of the student's code (``found``, else scanned here) or by the trip-wires
         while a test called into it, fail with one sentence (the exercise scores 0)."""
@@ -649,7 +649,7 @@ class Judge:
             for entry in sorted(called):
                 self.shortcuts.append({"exercise": exercise, "entry": entry, "cell": exercise, "how": "trip-wire",
                                        "detail": f"{entry} called while a test ran {exercise}"})
-                found.setdefault(exercise, entry)
+                found.setdefault(exercise, (entry, shortcuts.kind(entry)))
         if not found:
             return results
         exercises = [c["grade_id"] for c in cells if c["kind"] == "solution"]

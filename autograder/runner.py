@@ -85,8 +85,10 @@ class Runner:
 
     def record(self, entry: str, via: str | None = None) -> None:
         """Note ``entry`` for the reply, with the exercise whose own code made the call (the
-        innermost on the stack that forbids it, :func:`attention_course.shortcuts.charged`), or
-        None: the judge then charges the exercise its request went into."""
+        innermost on the stack, :func:`attention_course.shortcuts.charged`), or None: the judge
+        then charges the exercise its request went into. A thread, a process, a compiler or an
+        operation off the building blocks counts only where an exercise's own code made it (the
+        judge's tests and PyTorch's own code may)."""
         if self.recorded is None:
             return
         exercises = {}
@@ -94,7 +96,10 @@ class Runner:
             codes, _ = self.shortcuts.own_code(self.namespace.get(name))
             if codes:
                 exercises[name] = (entries, codes)
-        self.recorded.add((entry, self.shortcuts.charged(entry, exercises, sys._getframe(1))))
+        exercise = self.shortcuts.charged(entry, exercises, sys._getframe(1))
+        if exercise is None and self.shortcuts.kind(entry) in ("concurrency", "compiled", "unlisted"):
+            return
+        self.recorded.add((entry, exercise))
 
     def changes(self) -> list[str]:
         """The watched names bound to another object (or unbound) since the last report."""
@@ -253,6 +258,9 @@ class Runner:
             return self.on_object(op, target, request, decode)
         self.shortcuts.arm_pending()
         outer, self.recorded = self.recorded, set()  # a request served during a callback has its own
+        helper = self.shortcuts.helpers_alive()  # a thread or process of the student's, which may do the work
+        if helper is not None:
+            self.recorded.add((helper, None))
         try:
             with self.shortcuts.watching():  # the computations, whatever route reaches them
                 reply = self.on_object(op, target, request, decode)

@@ -17,8 +17,12 @@ functions and classes the exercise uses (followed by name), and the indirections
 name when their strings can be computed without running anything (``getattr`` with a string
 built from literals, ``importlib.import_module``, ``__import__``, ``sys.modules[...]``,
 ``eval``/``exec``/``compile`` of a literal). An indirection whose string cannot be computed
-so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``) is reported as
-*unresolved*: the instructor reads it in ``summary.html``; it costs nothing by itself. A
+so (``getattr(F, name)`` with ``name`` read at run time, ``globals()``) is refused in an
+exercise's own code (``getattr(self, name)`` aside, listed as *unresolved* for the instructor, as
+is any indirection outside the exercises). Beyond each exercise's list, the code of an exercise
+may use only the building blocks (:func:`refused`: an allow-list of modules, of PyTorch's
+operations and of a tensor's attributes), and must call the exercises its metadata's ``"calls"``
+names. A
 forbidden function's method of a tensor (``x.logsumexp(-1)`` for ``torch.logsumexp``) is the
 function, and PyTorch's private entry points (``torch.ops``, ``torch._C``, any name with a part
 that starts with an underscore: :func:`is_private`) are forbidden in every exercise, listed or not. Comments and strings that merely name an entry are not code and are never a hit; nor
@@ -31,6 +35,7 @@ import ast
 import dataclasses
 import inspect
 import sys
+import types
 
 from autograder.catalogs import N_
 
@@ -45,11 +50,131 @@ class Finding:
     entry: str | None  # the forbidden entry reached; None for an unresolved indirection
     detail: str  # what was seen, in words, with the line
     cell: str  # the grade_id of the cell (or "cell-N" for an added one)
+    # why it is refused (a key of VERDICTS): "listed" (the exercise's list), "private", "unlisted" (not one
+    # of the building blocks an exercise may use, :func:`refused`), "concurrency", "compiled", "indirection",
+    # "missing" (the exercise never calls an exercise its metadata's "calls" names: entry)
+    kind: str = "listed"
+
+
+#: the modules whose names an exercise's own code may use; any other (threading, subprocess, ctypes,
+#: scipy, numba...) is refused, named
+MODULES = frozenset({"math", "numpy", "torch", "attention_course", "typing", "dataclasses", "functools", "itertools",
+                     "collections", "copy", "abc", "enum", "numbers", "warnings", "builtins"})
+_CONCURRENCY_MODULES = frozenset({"threading", "_thread", "concurrent", "multiprocessing", "subprocess", "os", "posix",
+                                  "asyncio", "signal", "sched"})
+_COMPILED_MODULES = frozenset({"ctypes", "cffi", "numba", "cython", "Cython", "llvmlite", "jax", "triton", "tvm"})
+#: parts of PyTorch an exercise's own code may use besides its top-level building blocks
+_TORCH_PARTS = ("torch.nn", "torch.linalg", "torch.special", "torch.autograd.Function", "torch.autograd.function",
+                "torch.Tensor", "torch.cuda.is_available", "torch.cuda.device_count", "torch.backends.mps.is_available")
+_TORCH_COMPILED = ("torch.jit", "torch.compile", "torch.utils.cpp_extension", "torch.library", "torch.fx",
+                   "torch.export", "torch.cuda.jiterator")
+#: PyTorch's Python-level names an honest answer uses beside the dispatcher's building blocks
+#: (attention_course.shortcuts.OPERATIONS, and every elementwise operation and reduction)
+_TORCH_NAMES = frozenset("""
+    Tensor Size Generator device dtype finfo iinfo no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled
+    tensor as_tensor from_numpy manual_seed get_default_dtype is_tensor is_floating_point result_type promote_types
+    can_cast concat concatenate swapaxes swapdims moveaxis atleast_1d atleast_2d atleast_3d block_diag cartesian_prod
+    split chunk unbind numel
+""".split())
+#: a tensor's own attributes an honest answer uses (its methods named like a building block count too)
+_TENSOR_NAMES = frozenset("""
+    shape dtype device ndim T mT H mH data grad requires_grad requires_grad_ is_leaf size dim numel nelement item tolist
+    numpy to float double half bfloat16 long int bool short byte char cpu cuda type type_as contiguous is_contiguous
+    view_as expand_as reshape_as new_tensor detach_ element_size stride is_cuda is_floating_point is_complex
+    sum_to_size backward retain_grad values indices apply_ map_ random_ exponential_ layout
+""".split())
+#: attributes that reach the autograd graph's nodes or a function's insides: no answer needs them
+_GRAPH = frozenset({"tofile", "grad_fn", "next_functions", "_execution_engine", "register_hook", "register_post_accumulate_grad_hook",
+                    "__globals__", "__dict__", "__builtins__", "__code__", "__closure__", "__subclasses__", "__bases__",
+                    "__base__", "__mro__", "__getattribute__", "__import__", "__loader__", "__spec__", "__wrapped__",
+                    "__reduce__", "__reduce_ex__", "f_globals", "f_locals", "f_back", "gi_frame", "tb_frame",
+                    "cr_frame", "data_ptr", "untyped_storage", "storage"})
+
+
+def _torch():
+    """PyTorch, imported here if it is not yet (a NumPy chapter's judge): what the student's code may use
+    of it is read from it (its operations' tags, a tensor's attributes)."""
+    import importlib
+
+    return sys.modules.get("torch") or importlib.import_module("torch")
+
+
+def _building_block(name: str) -> bool:
+    """Whether ``name`` (a function of ``torch`` or a tensor's method) is one of the dispatcher's
+    building blocks: a listed family, or an elementwise operation or a reduction of that name."""
+    from attention_course.shortcuts import OPERATIONS
+
+    if name in OPERATIONS or (name.endswith("_") and name[:-1] in OPERATIONS):
+        return True
+    torch = _torch()
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None or not hasattr(packet, "overloads"):
+        return False
+    tags = {tag for overload in packet.overloads() for tag in getattr(packet, overload).tags}
+    return torch.Tag.pointwise in tags or torch.Tag.reduction in tags
+
+
+def refused(dotted: str) -> str | None:
+    """Why an exercise's own code may not use the library name ``dotted`` (a key of
+    :data:`VERDICTS`), or None: only the modules of :data:`MODULES` may be used, of PyTorch only
+    its building blocks (elementwise arithmetic, reductions, matrix products, indexing, views,
+    creation: :func:`_building_block`), ``torch.nn``, ``torch.linalg``, ``torch.special`` and
+    ``torch.autograd.Function``; of NumPy anything but a ufunc's whole-array reduce and its
+    C interfaces. An entry of the exercise's own list is refused before this."""
+    parts = dotted.split(".")
+    root = parts[0]
+    if root not in MODULES:
+        return ("concurrency" if root in _CONCURRENCY_MODULES else "compiled" if root in _COMPILED_MODULES
+                else "unlisted")
+    if root == "numpy":
+        if "ctypeslib" in parts or "f2py" in parts:
+            return "compiled"
+        return "unlisted" if set(parts[1:]) & {"reduce", "accumulate", "reduceat", "testing", "save", "savez",
+                                                "savez_compressed", "load", "loadtxt", "savetxt", "genfromtxt",
+                                                "fromfile", "memmap", "lib"} else None
+    if root == "attention_course":  # another module reached through one of the course's (checks.torch.sparse)
+        import importlib
+
+        found = importlib.import_module(root)
+        for cut, part in enumerate(parts[1:], start=2):
+            inside = getattr(found, part, None)
+            if inside is None and isinstance(found, types.ModuleType) and found.__name__.startswith(root):
+                try:  # a module of the course's package (checks), imported here if not yet
+                    inside = importlib.import_module(f"{found.__name__}.{part}")
+                except ImportError:
+                    inside = None
+            found = inside
+            if isinstance(found, types.ModuleType) and not found.__name__.startswith("attention_course"):
+                return refused(".".join([found.__name__, *parts[cut:]]))
+        return None
+    if root != "torch" or len(parts) == 1:
+        return None
+    if (dotted + ".").startswith(tuple(p + "." for p in _TORCH_COMPILED)):
+        return "compiled"
+    if parts[1] in ("multiprocessing", "distributed"):
+        return "concurrency"
+    if dotted.startswith("torch.nn.attention"):  # flex_attention and the fused kernels' switches
+        return "unlisted"
+    if any(dotted == p or dotted.startswith(p + ".") for p in _TORCH_PARTS):
+        if parts[1] == "Tensor" and len(parts) > 2:
+            return None if _tensor_name(parts[2]) else "unlisted"
+        return None
+    name = parts[1]
+    torch = _torch()
+    value = getattr(torch, name, None)
+    if name in _TORCH_NAMES or _building_block(name) or isinstance(value, (int, float, str, torch.dtype)):
+        return None
+    return "unlisted"
+
+
+def _tensor_name(name: str) -> bool:
+    """Whether a tensor's attribute ``name`` is one an exercise's own code may use."""
+    return name not in _GRAPH and (name in _TENSOR_NAMES or name in _TORCH_NAMES or _building_block(name))
 
 
 # builtins an indirection goes through (a rebinding such as ``g = getattr`` is followed)
 _BUILTINS = {name: f"builtins.{name}" for name in
-             ("getattr", "eval", "exec", "compile", "__import__", "vars", "globals", "locals")}
+             ("getattr", "eval", "exec", "compile", "__import__", "vars", "globals", "locals", "open")}
 _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "replace", "join", "format"}
 
 
@@ -181,7 +306,7 @@ class _Walk:
         self.code, self.entries, self.exercise = code, entries or {}, exercise
         self.local_aliases: dict[str, list[str]] = {}
         self.shadowed: set[str] = set()  # parameters and local variables of the code walked
-        self.hits: list[tuple[str, str, str]] = []  # (entry, detail, cell)
+        self.hits: list[tuple[str, str, str, str]] = []  # (entry, detail, cell, kind)
         self.unresolved: list[tuple[str, str]] = []  # (detail, cell)
         self.extra: list[ast.AST] = []  # code found in literal strings given to exec / compile
 
@@ -250,20 +375,45 @@ class _Walk:
         where = f"{line_of}, line {getattr(node, 'lineno', '?')}"
         for entry, obj in self.entries.items():
             if dotted == entry or (obj is not None and _object(dotted) is obj):
-                self.hits.append((entry, f"{dotted} ({where})", line_of))
+                self.hits.append((entry, f"{dotted} ({where})", line_of, "listed"))
                 return
-        if self.exercise is not None and is_private(dotted):
-            self.hits.append((dotted, f"{dotted}: PyTorch's internals ({where})", line_of))
+        if self.exercise is None:
+            return
+        owner, _, method = dotted.rpartition(".")
+        if owner == "torch.Tensor":  # torch.Tensor.logsumexp(x) is x.logsumexp(): the function it is the method of
+            matching = [e for e, obj in self.entries.items() if e.rpartition(".")[2] == method and _tensor_method(e, obj)]
+            if matching:
+                self.hits.append((min(matching, key=lambda e: not e.startswith("torch.Tensor.")), f"{dotted} ({where})",
+                                  line_of, "listed"))
+                return
+        if is_private(dotted):
+            self.hits.append((dotted, f"{dotted}: PyTorch's internals ({where})", line_of, "private"))
+            return
+        why = refused(dotted)
+        if why is not None:
+            self.hits.append((dotted, f"{dotted}: {why} ({where})", line_of, why))
 
     def indirection(self, node: ast.AST, line_of: str) -> None:
+        """An expression the scan cannot name: inside an exercise's own code it is refused (an honest
+        answer names what it calls; a name computed at run time is how a forbidden routine hides),
+        save ``getattr(self, name)``, which reaches only the object's own attributes (what is done
+        with the result is checked as any attribute is); outside, listed for the instructor."""
         where = f"{line_of}, line {getattr(node, 'lineno', '?')}"
+        seen = None
         if isinstance(node, ast.Call):
             funcs = [f for f in self.dotted(node.func) if f.startswith(("builtins.", "importlib."))]
             func = funcs[0] if funcs else None
             if func == "builtins.getattr":
-                self.unresolved.append((f"getattr with a name computed at run time ({where})", line_of))
+                attribute = _evaluate(node.args[1], self.strings()) if len(node.args) > 1 else None
+                if attribute is not None:
+                    self.attribute(attribute, node.args[0], where, line_of)
+                    return
+                if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"):
+                    self.unresolved.append((f"getattr of self with a name computed at run time ({where})", line_of))
+                    return
+                seen = ("getattr", f"getattr with a name computed at run time ({where})")
             elif func in ("importlib.import_module", "builtins.__import__"):
-                self.unresolved.append((f"{func.split('.')[-1]} of a module computed at run time ({where})", line_of))
+                seen = (func.split('.')[-1], f"{func.split('.')[-1]} of a module computed at run time ({where})")
             elif func in ("builtins.eval", "builtins.exec", "builtins.compile"):
                 text = _evaluate(node.args[0], self.strings()) if node.args else None
                 try:
@@ -271,26 +421,54 @@ class _Walk:
                 except SyntaxError:
                     tree = None
                 if tree is None:
-                    self.unresolved.append((f"{func.split('.')[-1]} of code computed at run time ({where})", line_of))
+                    seen = (func.split('.')[-1], f"{func.split('.')[-1]} of code computed at run time ({where})")
                 else:
                     self.code.learn(tree, None)
                     self.extra.append(tree)
+            elif func == "builtins.open" and self.exercise is not None:  # a file: how work reaches another process
+                self.hits.append(("open", f"open() ({where})", line_of, "concurrency"))
+                return
             elif func in ("builtins.vars", "builtins.globals", "builtins.locals"):
-                self.unresolved.append((f"{func.split('.')[-1]}() ({where})", line_of))
+                seen = (f"{func.split('.')[-1]}()", f"{func.split('.')[-1]}() ({where})")
         elif isinstance(node, ast.Subscript) and "sys.modules" in self.dotted(node.value):
-            self.unresolved.append((f"sys.modules with a name computed at run time ({where})", line_of))
-        elif isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__builtins__"):
-            self.unresolved.append((f"{node.attr} ({where})", line_of))
+            seen = ("sys.modules", f"sys.modules with a name computed at run time ({where})")
+        elif isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__builtins__") and self.exercise is None:
+            seen = (node.attr, f"{node.attr} ({where})")
         elif isinstance(node, ast.Attribute) and self.exercise is not None:
-            # a method of a tensor (``x.softmax(-1)``, ``x.logsumexp(-1)``: a forbidden function's own
-            # method): the receiver is not known before run time
             if node.attr in self.code.methods or (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                 return
-            matching = [entry for entry, obj in self.entries.items()
-                        if entry.rpartition(".")[2] == node.attr and _tensor_method(entry, obj)]
-            if matching:  # the tensor's own entry when listed, else the function it is the method of
-                entry = min(matching, key=lambda e: not e.startswith("torch.Tensor."))
-                self.hits.append((entry, f".{node.attr} of a value ({where})", line_of))
+            self.attribute(node.attr, node.value, where, line_of)
+        if seen is None:
+            return
+        if self.exercise is None:
+            self.unresolved.append((seen[1], line_of))
+        else:
+            self.hits.append((seen[0], seen[1], line_of, "indirection"))
+
+    def attribute(self, name: str, value: ast.AST, where: str, line_of: str) -> None:
+        """``value.name`` (or ``getattr(value, "name")``) where ``value`` is not known before run
+        time: a method of a tensor (``x.logsumexp(-1)``: a forbidden function's own method) is the
+        function; an attribute of a tensor off the building blocks (``x.logcumsumexp``,
+        ``x.to_sparse``, ``out.grad_fn``) is refused."""
+        if self.exercise is None:
+            if name in ("__dict__", "__builtins__"):
+                self.unresolved.append((f"{name} ({where})", line_of))
+            return
+        if name in self.code.methods or (isinstance(value, ast.Name) and value.id in ("self", "cls")):
+            return
+        matching = [entry for entry, obj in self.entries.items()
+                    if entry.rpartition(".")[2] == name and _tensor_method(entry, obj)]
+        if matching:  # the tensor's own entry when listed, else the function it is the method of
+            entry = min(matching, key=lambda e: not e.startswith("torch.Tensor."))
+            self.hits.append((entry, f".{name} of a value ({where})", line_of, "listed"))
+            return
+        # a tensor's attribute: only where the student's code names PyTorch (a NumPy chapter's judge need not import it)
+        torch = _torch() if any(d.split(".")[0] == "torch" for ds in self.code.aliases.values() for d in ds) else None
+        of_tensor = (torch is not None and not name.startswith("__")  # Python's protocols (x.__setitem__) aside
+                     and inspect.getattr_static(torch.Tensor, name, None) is not None)
+        if name in _GRAPH or (of_tensor and not _tensor_name(name)):
+            entry = f"torch.Tensor.{name}" if of_tensor else f".{name}"
+            self.hits.append((entry, f".{name} of a value ({where})", line_of, "unlisted"))
 
 
 def is_private(dotted: str) -> bool:
@@ -364,6 +542,8 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
         if student:
             trees.append((tree, cell["grade_id"]))
     code.settle()
+    if any(d.split(".")[0] == "torch" for ds in code.aliases.values() for d in ds):
+        _torch()  # the same findings whether or not this process imported it before (entries, methods, tags)
     exercises = {c["grade_id"] for c in cells if c["kind"] == "solution"}
     findings: list[Finding] = []
     attributed: set[str] = set()
@@ -390,8 +570,17 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
                             sub.id not in walk.shadowed) and (
                             sub.id == exercise or sub.id not in exercises):
                         todo.append(sub.id)
-        for entry, detail, cell_name in dict.fromkeys(walk.hits):
-            findings.append(Finding(exercise, entry, detail, cell_name))
+        required = next((c.get("calls") or [] for c in cells if c["kind"] == "solution" and c["grade_id"] == exercise), [])
+        named = {sub.id for name in seen for node, _ in code.defs.get(name, []) for sub in ast.walk(node)
+                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+        unanswered = any(_stub(node) for name in seen for top, _ in code.defs.get(name, []) for node in ast.walk(top))
+        for other in required if not unanswered else ():  # a stub fails its tests on its own
+            if other not in named:
+                cell_name = next((c for _, c in code.defs.get(exercise, [])), exercise)
+                walk.hits.append((other, f"{exercise} never calls {other} ({cell_name})", cell_name, "missing"))
+        for entry, detail, cell_name, why in dict.fromkeys(walk.hits):
+            findings.append(Finding(exercise, entry, detail, cell_name, "private" if is_private(entry) else why))
+            attributed.add(detail)
         for detail, cell_name in dict.fromkeys(walk.unresolved):
             findings.append(Finding(exercise, None, detail, cell_name))
             attributed.add(detail)
@@ -402,6 +591,15 @@ def scan(cells: list[dict], forbidden: dict[str, list[str]]) -> list[Finding]:
         if detail not in attributed:
             findings.append(Finding(None, None, detail, cell_name))
     return findings
+
+
+def _stub(node: ast.AST) -> bool:
+    """Whether ``node`` is a function whose body is only ``raise NotImplementedError(...)`` (and a
+    docstring): the learner's notebook's stub of an exercise not written yet."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.dump(body[0])
 
 
 def exercise_of_test(test_id: str, exercises) -> str | None:
@@ -420,3 +618,26 @@ PRIVATE_VERDICT = N_("{exercise} calls {entry}, one of PyTorch's private entry p
 # the one sentence a test of an exercise fails with when the exercise reached a forbidden entry
 VERDICT = N_("{exercise} calls {entry}, which does this exercise's whole job and which its docstring forbids: "
              "an exercise that calls it earns no points; write {exercise} with your own code.")
+
+#: kind of refusal (Finding.kind, attention_course.shortcuts.kind) -> the one sentence its exercise's tests fail with
+VERDICTS = {
+    "listed": VERDICT,
+    "private": PRIVATE_VERDICT,
+    "unlisted": N_("{exercise} uses {entry}, which is not one of the building blocks an exercise's own code may use "
+                   "(Python, math, NumPy, and of PyTorch its elementwise arithmetic, reductions, matrix products, "
+                   "indexing, views, tensor creation, torch.nn and torch.autograd.Function): any other routine may do "
+                   "the exercise's whole job, so it is refused unless the course lists it; an exercise that uses it "
+                   "earns no points; write {exercise} with those building blocks."),
+    "concurrency": N_("{exercise} starts or uses a thread or a process ({entry}) while a test runs it: the grader "
+                      "watches only the thread that runs the exercise, so work done elsewhere cannot be told from a "
+                      "library's; an exercise that does so earns no points; write {exercise} so that its own code "
+                      "does its work where it runs."),
+    "compiled": N_("{exercise} compiles code ({entry}: TorchScript, torch.compile or a C extension), which runs where "
+                   "the grader cannot see what it computes; an exercise that does so earns no points; write "
+                   "{exercise} in Python with PyTorch's public building blocks."),
+    "missing": N_("{exercise} does not call {entry}, which its docstring says it is built on: its result must come "
+                  "from your {entry}, not from another computation; an exercise that does not call it earns no points."),
+    "indirection": N_("{exercise} reaches a name that cannot be read before it runs ({entry}: a getattr, import, "
+                      "eval or exec of a name computed at run time, globals() and the like), the way a forbidden "
+                      "routine is hidden; an exercise that does so earns no points; name what {exercise} calls."),
+}

@@ -20,6 +20,7 @@ from autograder.course import GradingError
 from layout import REPO, assignments, source_notebooks
 
 FORBIDDEN_KEY = "forbidden"
+CALLS_KEY = "calls"  # the other exercises an exercise's own code must call (TiledAttention: tiled_attention_backward)
 TABLE = REPO / "attention_course" / "forbidden.py"
 _DO_NOT_CALL = re.compile(r"Do not call\s+(.*?):\s", re.S)
 
@@ -29,6 +30,14 @@ def forbidden_of(cell) -> list[str]:
     listed = cell.get("metadata", {}).get(FORBIDDEN_KEY, [])
     if not isinstance(listed, list) or not all(isinstance(e, str) and "." in e for e in listed):
         raise GradingError(f"cell metadata {FORBIDDEN_KEY!r} must be a list of full dotted names, not {listed!r}")
+    return list(listed)
+
+
+def calls_of(cell) -> list[str]:
+    """The exercises a (solution) cell's metadata says its own code must call; empty when none."""
+    listed = cell.get("metadata", {}).get(CALLS_KEY, [])
+    if not isinstance(listed, list) or not all(isinstance(e, str) and e.isidentifier() for e in listed):
+        raise GradingError(f"cell metadata {CALLS_KEY!r} must be a list of exercise names, not {listed!r}")
     return list(listed)
 
 
@@ -42,14 +51,15 @@ def docstring_names(source: str, name: str) -> list[str] | None:
     return None
 
 
-def table() -> dict[str, list[str]]:
-    """Exercise name -> its forbidden entries, over every assignment of ``solutions/``."""
+def table(of=forbidden_of) -> dict[str, list[str]]:
+    """Exercise name -> its forbidden entries (``of``: :func:`calls_of`, the exercises it must call),
+    over every assignment of ``solutions/``."""
     found: dict[str, list[str]] = {}
     for assignment in assignments():
         for path in source_notebooks(assignment):
             for cell in nbformat.read(path, as_version=4).cells:
                 meta = cell.metadata.get("nbgrader", {})
-                listed = forbidden_of(cell) if meta.get("solution") else []
+                listed = of(cell) if meta.get("solution") else []
                 if not listed:
                     continue
                 name = meta["grade_id"]
@@ -68,6 +78,11 @@ def table_source() -> str:
              "",
              "FORBIDDEN: dict[str, tuple[str, ...]] = {"]
     for name, entries in sorted(table().items()):
+        lines.append(f"    {name!r}: ({', '.join(repr(e) for e in entries)},),")
+    lines.append("}")
+    lines += ["", "#: the other exercises an exercise's own code must call (its docstring says it is built on them)",
+              "CALLS: dict[str, tuple[str, ...]] = {"]
+    for name, entries in sorted(table(calls_of).items()):
         lines.append(f"    {name!r}: ({', '.join(repr(e) for e in entries)},),")
     lines.append("}")
     return "\n".join(lines) + "\n"

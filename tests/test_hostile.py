@@ -25,11 +25,14 @@ import sys
 import threading
 
 import dataclasses
+import importlib.util
+from pathlib import Path
 from typing import Callable
 
 import nbformat
 import pytest
 
+from autograder import scan
 from autograder.assemble import course_names, judge_cells
 
 import notebook_tools as nbt
@@ -307,6 +310,78 @@ def _spy_attacks() -> dict[str, nbformat.NotebookNode]:
     return {"ch08-spy-rewrites-the-record": _spied(GENERATE_REWRITES_THE_RECORD)}
 
 
+# ----------------------------------------------------------------------------- issue 44: routes by class
+
+CLASSES = "ch09_attention_at_scale"  # most of issue 44's routes: a thread, an op off the building blocks, the engine
+_CH09_MUTANTS = Path(__file__).resolve().parent / "mutants" / f"{CLASSES}.py"
+
+# each the whole job by a route of issue 44's classes, computing the right answer (so that only the own-code
+# rule can take its points), beside an honest log-space update_online_softmax that calls torch.logsumexp
+ROUTES_44 = {
+    "online_softmax": """
+import threading
+
+def online_softmax(x, block_size):
+    found = {}
+    worker = threading.Thread(target=lambda: found.update(lse=torch.Tensor.logsumexp(x, -1)))
+    worker.start()
+    worker.join()
+    lse = found["lse"]
+    probs = torch.where(lse[..., None] == float("-inf"), torch.zeros_like(x), torch.exp(x - lse[..., None]))
+    return probs, lse
+""",
+    "tiled_attention_backward": """
+def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):
+    leaves = [M.detach().requires_grad_(True) for M in (Q, K, V)]
+    with torch.enable_grad():
+        S = leaves[0] @ leaves[1].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if causal:
+            S = S.masked_fill(torch.ones(S.shape[-2:], dtype=torch.bool, device=Q.device).triu(1), float("-inf"))
+        P = torch.exp(S - S.amax(-1, keepdim=True))
+        out = (P / P.sum(-1, keepdim=True)) @ leaves[2]
+        engine = getattr(torch.autograd, "".join(chr(c) for c in (103, 114, 97, 100)))  # the engine, by a built name
+        return engine(out, leaves, dO)
+""",
+    "TiledAttention": """
+class TiledAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, K, V, causal=False, block_q=64, block_k=64):
+        O, lse = tiled_attention_forward(Q, K, V, block_q, block_k, causal)
+        ctx.save_for_backward(Q, K, V)
+        ctx.tiles = (block_q, block_k, causal)
+        return O
+
+    @staticmethod
+    def backward(ctx, dO):  # autograd through the forward, not tiled_attention_backward
+        leaves = [M.detach().requires_grad_(True) for M in ctx.saved_tensors]
+        with torch.enable_grad():
+            O, _ = tiled_attention_forward(*leaves, *ctx.tiles)
+            return (*torch.autograd.grad(O, leaves, dO), None, None, None)
+""",
+}
+# torch.softmax's routes in chapter 1 (NumPy's chapter): the sparse softmax of PyTorch
+SPARSE_SOFTMAX = """
+def softmax(x, axis=-1):
+    x = np.asarray(x)
+    dense = torch.sparse.softmax(torch.from_numpy(np.ascontiguousarray(x)).to_sparse(), axis).to_dense()
+    return dense.numpy().astype(x.dtype)
+"""
+
+
+def _issue_44_attacks() -> dict[str, nbformat.NotebookNode]:
+    spec = importlib.util.spec_from_file_location("mutants_issue_44", _CH09_MUTANTS)
+    mutants = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mutants)
+    nb = nbt.read(nbt.source_notebook(CLASSES))
+    for exercise, source in {**ROUTES_44, "update_online_softmax": mutants.CORRECT["update_online_softmax"][
+            "log_space_with_torch_logsumexp"], "tiled_attention_forward": mutants._changed(  # the tiles' log-sum-exp
+            "tiled_attention_forward", "ell = ell * rescale + P.sum(dim=-1)",
+            "ell = ell * rescale + torch.exp(S.logcumsumexp(-1)[..., -1] - m_new)")}.items():
+        nb = nbt.with_cell_source(nb, exercise, source)
+    ch01 = nbt.with_cell_source(nbt.read(nbt.source_notebook(ASSIGNMENT)), "softmax", "import torch\n" + SPARSE_SOFTMAX)
+    return {"ch09-issue-44-routes": nb, "ch01-issue-44-sparse-softmax": ch01}
+
+
 def _trains(assignment: str) -> bool:
     return any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(assignment)).cells if c.cell_type == "code")
 
@@ -423,6 +498,10 @@ def batch(tmp_path_factory):
     for student, nb in _spy_attacks().items():
         (subs / student / SPIED).mkdir(parents=True)
         nbformat.write(nb, subs / student / SPIED / nbt.source_notebook(SPIED).name)
+    for student, nb in _issue_44_attacks().items():
+        assignment = _assignment_of(student)
+        (subs / student / assignment).mkdir(parents=True)
+        nbformat.write(nb, subs / student / assignment / nbt.source_notebook(assignment).name)
     # a module beside the notebook that would shadow what the tests import
     (subs / "shadow" / ASSIGNMENT).mkdir(parents=True)
     nbformat.write(solved, subs / "shadow" / ASSIGNMENT / name)
@@ -555,3 +634,27 @@ def test_a_spy_of_the_tests_records_in_the_judge(batch):
     message = (errors["test_generate"] or {}).get("message", "")
     assert message.startswith("generate(use_cache=True): the model was called with (new positions T, cached positions P) "
                               "= [(4, 0), (5, 0), (6, 0)"), errors["test_generate"]
+
+
+def test_issue_44s_routes_earn_nothing_and_the_innermost_exercise_answers(batch):
+    """Through the grader: a thread, an operation off the building blocks inside the tiles, the autograd engine
+    by a name built at run time, a backward that is autograd's, each computing the right answer, lose their
+    exercises' points, each with the sentence of its class; the log-space update_online_softmax beside them,
+    which calls torch.logsumexp inside online_softmax (its docstring forbids nothing), keeps its points;
+    chapter 1's softmax through torch.sparse scores 0."""
+    errors = _cell_errors(batch, "ch09-issue-44-routes", CLASSES)
+    assert errors["test_update_online_softmax"] is None, errors["test_update_online_softmax"]
+    words = {"online_softmax": "starts or uses a thread or a process (threading.Thread",
+             "tiled_attention_forward": "uses torch.Tensor.logcumsumexp, which is not one of the building blocks",
+             "tiled_attention_backward": "reaches a name that cannot be read before it runs (getattr",
+             "TiledAttention": "calls torch.autograd.grad, which does this exercise's whole job"}
+    for exercise, said in words.items():
+        tests = [t for t in errors if scan.exercise_of_test(t, list(words) + ["update_online_softmax"]) == exercise]
+        assert tests, exercise
+        for test in tests:
+            error = errors[test] or {}
+            assert error.get("type") == "ForbiddenShortcut" and said in error.get("message", ""), (test, error)
+    assert _score(batch, "ch01-issue-44-sparse-softmax") < _max_points(ASSIGNMENT)
+    softmax = _cell_errors(batch, "ch01-issue-44-sparse-softmax", ASSIGNMENT)["test_softmax"] or {}
+    assert softmax.get("type") == "ForbiddenShortcut" and "which is not one of the building blocks" in softmax.get(
+        "message", ""), softmax

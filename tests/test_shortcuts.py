@@ -11,10 +11,11 @@ import ast
 import importlib
 import importlib.util
 
+import numpy as np
 import pytest
 import torch
 
-from attention_course import forbidden, shortcuts
+from attention_course import forbidden, i18n, shortcuts
 from autograder import scan
 from courseware import forbidden_table
 
@@ -119,7 +120,7 @@ ROUTES_FOUND = {
     "a helper of a helper": ({"LayerNorm": _LN.format(call="_outer")},
                              ["def _inner(*a):\n    return torch.layer_norm(*a)\n", "def _outer(*a):\n    return _inner(*a)\n"]),
     "an alias rebound in another cell": ({"LayerNorm": "from torch.nn.functional import layer_norm as f\n"
-                                          + _LN.format(call="f")}, ["from torch import cdist as f\n"]),
+                                          + _LN.format(call="f")}, ["from torch import exp as f\n"]),
 }
 
 
@@ -173,12 +174,17 @@ def test_a_scratch_cell_comparing_with_pytorch_is_not_an_exercise():
     ("globals()[name]", "globals()"),
     ("sys.modules[name].layer_norm", "sys.modules with a name computed at run time"),
 ])
-def test_an_indirection_the_scan_cannot_resolve_is_listed_and_costs_nothing(code, what):
+def test_an_indirection_the_scan_cannot_resolve_is_refused_in_an_exercise(code, what):
+    """A name computed at run time is how a forbidden routine hides (the autograd engine reached
+    through getattr of a built string): in an exercise's own code it is refused; getattr of self
+    (the object's own attributes) is listed and costs nothing."""
     source = ("import importlib, sys\nclass LayerNorm(nn.Module):\n    def forward(self, X, name='x'):\n"
-              f"        return {code}(X, X.shape[-1:])\n")
+              f"        getattr(self, name)\n        return {code}(X, X.shape[-1:])\n")
     found = _scan({"LayerNorm": source})
-    assert [(f.exercise, f.entry) for f in found] == [("LayerNorm", None)], found
-    assert found[0].detail.startswith(what), found[0].detail
+    refused = [f for f in found if f.kind == "indirection"]
+    assert [f.exercise for f in refused] == ["LayerNorm"] and {f.exercise for f in found} == {"LayerNorm"}, found
+    assert refused[0].detail.startswith(what), refused[0].detail
+    assert [f.detail.split(" (")[0] for f in found if not f.entry] == ["getattr of self with a name computed at run time"]
 
 
 @pytest.mark.parametrize("code", [
@@ -201,7 +207,7 @@ def test_the_scan_finds_a_forbidden_functions_tensor_method_and_spares_attribute
              {"kind": "solution", "grade_id": "online_softmax", "tags": [],
               "source": "def online_softmax(x, b):\n    lse = x.logsumexp(-1)\n    return (x - lse[..., None]).exp(), lse\n"},
              {"kind": "solution", "grade_id": "tiled_attention_backward", "tags": [],
-              "source": "def tiled_attention_backward(Q, dO):\n    return Q.grad, torch.__version__, Q._version\n"}]
+              "source": "def tiled_attention_backward(Q, dO):\n    return Q.grad, torch.__version__, Q.mT\n"}]
     assert [(f.exercise, f.entry) for f in scan.scan(cells, lists)] == [("online_softmax", "torch.logsumexp")]
 
 
@@ -295,7 +301,7 @@ def outside(Q):
     ("special", ["torch.logsumexp"], "runs aten::logsumexp"),
     ("the_aten_op", ["torch.logsumexp"], "calls torch.ops.aten.logsumexp.default, one of PyTorch's private"),
     ("hidden_aten_op", [], "calls torch.ops.aten.logsumexp, one of PyTorch's private"),
-    ("fused_forward", ["torch.softmax"], None),
+    ("fused_forward", ["torch.softmax"], "runs aten::_scaled_dot_product_flash_attention_for_cpu, an operation of"),
     ("fused_forward", ["torch.nn.functional.scaled_dot_product_attention"], "calls torch.nn.functional.scaled_dot"),
     ("fused_backward", ["torch.nn.functional.scaled_dot_product_attention"], "one of PyTorch's private"),
     ("engine", ["torch.autograd.grad"], "runs torch.autograd.graph._engine_run_backward, PyTorch's own computation"),
@@ -377,3 +383,250 @@ def test_the_kernels_check_fails_at_once_for_the_library_object_itself():
         shortcuts.guard(LayerNorm, "LayerNorm", forbidden.FORBIDDEN["LayerNorm"])
     with pytest.raises(AssertionError, match="is built on torch.softmax"):
         shortcuts.guard(functools.partial(torch.softmax, dim=-1), "softmax", forbidden.FORBIDDEN["softmax"])
+
+
+# ----------------------------------------------------------------------------- issue 44: whole classes
+
+# the routes of issue 44, each an exercise's code that hands its whole job to PyTorch another way: a thread, a
+# compiler, an operation off the building blocks, the autograd engine by a name computed at run time or node by
+# node, a backward that is not the exercise's. Each is refused by the grader's scan (the layer the student's code
+# cannot touch) and, where it runs in the kernel, by the kernel's net. (exercise, source, the scan's kind, the
+# kernel's words or None where only the scan can tell: a graph's nodes called one by one run only elementwise
+# arithmetic and matrix products)
+_ISSUE_44 = {
+    "online_softmax on a thread": ("online_softmax", """
+import threading
+def online_softmax(x, block_size):
+    out = []
+    worker = threading.Thread(target=lambda: out.append(torch.Tensor.logsumexp(x, -1)))
+    worker.start()
+    worker.join()
+    return torch.exp(x - out[0][..., None]), out[0]
+""", "concurrency", "calls threading.Thread.start, which starts a thread"),
+    "online_softmax through logcumsumexp": ("online_softmax", """
+def online_softmax(x, block_size):
+    lse = torch.logcumsumexp(x, -1)[..., -1]
+    return torch.exp(x - lse[..., None]), lse
+""", "unlisted", "runs aten::logcumsumexp, an operation of PyTorch which is not one of the building blocks"),
+    "online_softmax through a sparse log_softmax": ("online_softmax", """
+def online_softmax(x, block_size):
+    lse = (x - torch.sparse.log_softmax(x.to_sparse(), -1).to_dense())[..., 0]
+    return torch.exp(x - lse[..., None]), lse
+""", "unlisted", "an operation of PyTorch which is not one of the building blocks"),
+    "tiled_attention_forward: x - log_softmax(x) in its tiles": ("tiled_attention_forward", """
+def tiled_attention_forward(Q, K, V, block_q=64, block_k=64, causal=False):
+    S = Q @ K.mT / math.sqrt(Q.shape[-1])
+    lse = (S - F.log_softmax(S, -1))[..., 0]
+    return torch.exp(S - lse[..., None]) @ V, lse
+""", "listed", "calls torch.nn.functional.log_softmax, which does this exercise's whole job"),
+    "tiled_attention_forward through logcumsumexp": ("tiled_attention_forward", """
+def tiled_attention_forward(Q, K, V, block_q=64, block_k=64, causal=False):
+    S = Q @ K.mT / math.sqrt(Q.shape[-1])
+    lse = S.logcumsumexp(-1)[..., -1]
+    return torch.exp(S - lse[..., None]) @ V, lse
+""", "unlisted", "runs aten::logcumsumexp"),
+    "tiled_attention_backward: the engine by a name computed at run time": ("tiled_attention_backward", """
+def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):
+    leaves = [M.detach().requires_grad_(True) for M in (Q, K, V)]
+    out = torch.exp(leaves[0] @ leaves[1].mT / math.sqrt(Q.shape[-1]) - lse[..., None]) @ leaves[2]
+    engine = getattr(torch.autograd, "".join(chr(c) for c in (103, 114, 97, 100)))
+    return engine(out, leaves, dO)
+""", "indirection", "torch.autograd.grad"),
+    "tiled_attention_backward: the graph's nodes called under no_grad": ("tiled_attention_backward", """
+def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):
+    V_leaf = V.detach().requires_grad_(True)
+    out = torch.exp(Q @ K.mT / math.sqrt(Q.shape[-1]) - lse[..., None]) @ V_leaf
+    with torch.no_grad():
+        node = out.grad_fn
+        grads = node(dO)
+    return torch.zeros_like(Q), torch.zeros_like(K), grads[1]
+""", "unlisted", None),
+    "tiled_attention_backward: TorchScript from a string calling backward": ("tiled_attention_backward", """
+def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):
+    unit = torch.jit.CompilationUnit("def f(x):\\n    return x * 2\\n")
+    return unit.f(Q), K, V
+""", "compiled", "calls torch.jit.CompilationUnit, which compiles code"),
+    "TiledAttention: a backward that is autograd's": ("TiledAttention", """
+class TiledAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, K, V, causal=False, block_q=64, block_k=64):
+        ctx.save_for_backward(Q, K, V)
+        return tiled_attention_forward(Q, K, V, block_q, block_k, causal)[0]
+
+    @staticmethod
+    def backward(ctx, dO):
+        leaves = [M.detach().requires_grad_(True) for M in ctx.saved_tensors]
+        with torch.enable_grad():
+            out = torch.exp(leaves[0] @ leaves[1].mT) @ leaves[2]
+            return (*torch.autograd.grad(out, leaves, dO), None, None, None)
+""", "listed", None),
+    "GroupedQueryAttention: SDPA's math in TorchScript": ("GroupedQueryAttention", """
+class GroupedQueryAttention(nn.Module):
+    def forward(self, X):
+        unit = torch.jit.CompilationUnit("def f(q):\\n    return torch.softmax(q @ q.transpose(-2, -1), -1) @ q\\n")
+        return unit.f(X)
+""", "compiled", "calls torch.jit.CompilationUnit"),
+    "GroupedQueryAttention: flex_attention on a thread": ("GroupedQueryAttention", """
+from concurrent.futures import ThreadPoolExecutor
+from torch.nn.attention.flex_attention import flex_attention
+class GroupedQueryAttention(nn.Module):
+    def forward(self, X):
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(lambda: X * 1).result()
+""", "concurrency", "calls concurrent.futures.thread.ThreadPoolExecutor.submit"),
+    "ch01 softmax through torch.sparse": ("softmax", """
+def softmax(x, axis=-1):
+    t = torch.from_numpy(np.asarray(x, dtype=float))
+    return torch.sparse.softmax(t.to_sparse(), axis).to_dense().numpy()
+""", "unlisted", "an operation of PyTorch which is not one of the building blocks"),
+    "ch06 LayerNorm: the native layer norm on a thread": ("LayerNorm", """
+import threading
+class LayerNorm(nn.Module):
+    def forward(self, X):
+        out = []
+        worker = threading.Thread(target=lambda: out.append(torch.native_layer_norm(X, X.shape[-1:], None, None, 1e-5)[0]))
+        worker.start()
+        worker.join()
+        return out[0]
+""", "concurrency", "calls threading.Thread.start"),
+}
+_SETUP_44 = "import math\nimport numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+_INPUTS_44 = {"online_softmax": lambda space: space["online_softmax"](torch.randn(3, 5), 2),
+              "tiled_attention_forward": lambda space: space["tiled_attention_forward"](*torch.randn(3, 1, 4, 2)),
+              "tiled_attention_backward": lambda space: space["tiled_attention_backward"](
+                  *torch.randn(3, 1, 4, 2), torch.randn(1, 4, 2), torch.randn(1, 4), torch.randn(1, 4, 2)),
+              "TiledAttention": None,  # its backward runs from the engine: the scan's and the grader's case
+              "GroupedQueryAttention": lambda space: space["GroupedQueryAttention"]()(torch.randn(1, 4, 2)),
+              "softmax": lambda space: space["softmax"](np.ones((2, 3))),
+              "LayerNorm": lambda space: space["LayerNorm"]()(torch.randn(2, 3))}
+
+
+@pytest.mark.parametrize("route", _ISSUE_44)
+def test_issue_44s_routes_are_refused_by_the_scan_and_in_the_kernel(route):
+    exercise, source, kind, says = _ISSUE_44[route]
+    lists = {exercise: list(forbidden.FORBIDDEN.get(exercise, ()))}
+    cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP_44, "tags": []},
+             {"kind": "solution", "grade_id": exercise, "source": source, "tags": []}]
+    found = [f for f in scan.scan(cells, lists) if f.entry]
+    assert kind in {f.kind for f in found} and {f.exercise for f in found} == {exercise}, found
+    message = i18n.gettext(scan.VERDICTS[kind]).format(exercise=exercise, entry="X")
+    assert message.startswith(f"{exercise} ") and "earns no points" in message
+    if says is None or _INPUTS_44[exercise] is None:
+        return
+    space = {"__name__": "__main__"}
+    exec(_SETUP_44 + source, space)
+    shortcuts.guard(space[exercise], exercise, lists[exercise])
+    with pytest.raises(AssertionError) as caught:
+        _INPUTS_44[exercise](space)
+    assert str(caught.value).startswith(f"{exercise} ") and says in str(caught.value), str(caught.value)
+
+
+def test_the_innermost_exercise_answers_for_a_call():
+    """A log-space update_online_softmax may call torch.logsumexp (its docstring forbids nothing) inside an
+    online_softmax that may not: the call is the innermost exercise's (issue 44's false fail); the same call
+    made by online_softmax's own code, or by a helper function of the notebook it calls, is online_softmax's."""
+    space = {"__name__": "__main__"}
+    exec(_SETUP_44 + '''
+def update_online_softmax(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(new_max == float("-inf"), torch.zeros_like(new_max), new_max)
+    terms = torch.cat([(running_max - shift + torch.log(running_sum))[..., None], block - shift[..., None]], dim=-1)
+    return new_max, torch.exp(torch.logsumexp(terms, dim=-1))
+
+def online_softmax(x, block_size):
+    m, s = update_online_softmax(x.new_full(x.shape[:-1], float("-inf")), x.new_zeros(x.shape[:-1]), x)
+    return torch.exp(x - m[..., None]) / s[..., None], m + torch.log(s)
+
+def _helper(x):
+    return torch.logsumexp(x, -1)
+
+def cheat(x, block_size):
+    return _helper(x)
+''', space)
+    shortcuts.guard(space["update_online_softmax"], "update_online_softmax",
+                    forbidden.FORBIDDEN.get("update_online_softmax", ()))
+    shortcuts.guard(space["online_softmax"], "online_softmax", forbidden.FORBIDDEN["online_softmax"])
+    shortcuts.guard(space["cheat"], "cheat", forbidden.FORBIDDEN["online_softmax"])
+    x = torch.randn(2, 7)
+    probs, lse = space["online_softmax"](x, 3)
+    torch.testing.assert_close(lse, torch.logsumexp(x, -1))
+    with pytest.raises(AssertionError, match="^cheat calls torch.logsumexp"):
+        space["cheat"](x, 3)
+
+
+def test_a_thread_the_notebook_started_before_is_refused_while_an_exercise_runs():
+    space = {"__name__": "__main__"}
+    exec(_SETUP_44 + '''
+import threading
+stop = threading.Event()
+worker = threading.Thread(target=stop.wait)
+worker.start()
+
+def online_softmax(x, block_size):
+    return x, x[..., 0]
+''', space)
+    try:
+        with pytest.raises(AssertionError, match="^online_softmax calls threading.Thread.start, which starts a thread"):
+            shortcuts.guard(space["online_softmax"], "online_softmax", forbidden.FORBIDDEN["online_softmax"])
+    finally:
+        space["stop"].set()
+        space["worker"].join()
+    assert shortcuts.helpers_alive() is None
+
+
+def test_an_exercise_must_call_what_its_metadata_says_it_is_built_on():
+    """TiledAttention's backward must be the learner's own tiled_attention_backward (metadata "calls"): a
+    backward that computes the gradients any other way (autograd's, below) is refused by the scan and, at
+    the first visible test, in the kernel; one that calls it through a helper of the notebook's passes."""
+    other = ("class TiledAttention(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, dO):\n"
+             "        return {call}, None, None, None\n")
+    honest = other.format(call="*_grads(ctx, dO)") + ("def _grads(ctx, dO):\n"
+                                                      "    return tiled_attention_backward(*ctx.saved_tensors, dO)\n")
+    not_built_on = other.format(call="*torch.autograd.grad(ctx.out, ctx.saved_tensors, dO)")
+    for source, refused in ((honest, False), (not_built_on, True)):
+        cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP_44, "tags": []},
+                 {"kind": "solution", "grade_id": "TiledAttention", "source": source, "tags": [],
+                  "calls": ["tiled_attention_backward"]},
+                 {"kind": "solution", "grade_id": "tiled_attention_backward", "tags": [],
+                  "source": "def tiled_attention_backward(*a):\n    return a[:3]\n"}]
+        found = {(f.entry, f.kind) for f in scan.scan(cells, {"TiledAttention": [], "tiled_attention_backward": []})
+                 if f.entry}
+        assert (("tiled_attention_backward", "missing") in found) is refused, found
+        space = {"__name__": "__main__"}
+        exec(_SETUP_44 + cells[2]["source"] + source, space)
+        if refused:
+            with pytest.raises(AssertionError, match="^TiledAttention does not call tiled_attention_backward, which"):
+                shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
+        else:
+            shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
+
+
+def test_the_scan_says_the_same_in_a_judge_that_has_not_imported_torch():
+    """The judge scans before any test imports PyTorch: the building blocks (torch.exp, torch.bool) pass
+    there and a tensor's method of a forbidden function (torch.Tensor.logsumexp, x.logsumexp) is found."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom autograder import scan\nassert 'torch' not in sys.modules\n"
+            "source = 'def online_softmax(x, b):\\n    return torch.exp(x).to(torch.bool), torch.Tensor.logsumexp(x, -1), "
+            "x.logsumexp(-1), x.logcumsumexp(-1)\\n'\n"
+            "cells = [{'kind': 'other', 'grade_id': 'setup', 'source': 'import torch\\n'},\n"
+            "         {'kind': 'solution', 'grade_id': 'online_softmax', 'source': source}]\n"
+            "print(sorted({(f.entry, f.kind) for f in scan.scan(cells, {'online_softmax': ['torch.logsumexp']})}))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=nbt.ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[('torch.Tensor.logcumsumexp', 'unlisted'), ('torch.logsumexp', 'listed')]", done.stdout
+
+
+def test_an_exercise_not_written_yet_is_not_told_what_it_must_call():
+    """The learner's stub (raise NotImplementedError) fails its tests with NotImplementedError, in the
+    grader and in the kernel, not with the sentence of an exercise that forgot tiled_attention_backward."""
+    stub = ("class TiledAttention(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, dO):\n"
+            "        # YOUR CODE HERE\n        raise NotImplementedError('not written yet')\n")
+    cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP_44, "tags": []},
+             {"kind": "solution", "grade_id": "TiledAttention", "source": stub, "tags": [],
+              "calls": ["tiled_attention_backward"]}]
+    assert [f for f in scan.scan(cells, {"TiledAttention": []}) if f.entry] == []
+    space = {"__name__": "__main__"}
+    exec(_SETUP_44 + stub, space)
+    shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])

@@ -26,8 +26,9 @@ def softmax(x, axis=-1):
     Entries equal to ``-np.inf`` get weight 0, as long as their slice has a finite entry.
 
     Do not call `scipy.special.softmax`, `torch.softmax`, `torch.special.softmax`,
-    `torch.nn.functional.softmax`, `torch.nn.Softmax` or `torch.Tensor.softmax`: each computes
-    the whole softmax, which is this exercise; write it with NumPy's exp, max and sum.
+    `torch.nn.functional.softmax`, `torch.nn.Softmax`, `torch.Tensor.softmax`, `torch.log_softmax` or
+    `torch.nn.functional.log_softmax`: each computes the whole softmax (or its logarithm), which is
+    this exercise; write it with NumPy's exp, max and sum.
     """
     x = np.asarray(x)
     shifted = x - np.max(x, axis=axis, keepdims=True)

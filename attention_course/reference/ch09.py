@@ -87,7 +87,8 @@ def tiled_attention_forward(Q, K, V, block_q=64, block_k=64, causal=False):
     than the grader's memory limit for your whole process (4096 MiB), while tiles run in a few seconds.
 
     Do not call `torch.nn.functional.scaled_dot_product_attention`, `torch.softmax`, `torch.nn.functional.softmax`,
-    `torch.Tensor.softmax`, `torch.logsumexp`, `torch.nn.MultiheadAttention`: each computes a whole softmax or
+    `torch.Tensor.softmax`, `torch.logsumexp`, `torch.log_softmax`, `torch.nn.functional.log_softmax`,
+    `torch.nn.MultiheadAttention`: each computes a whole softmax (or its logarithm) or
     the whole attention this exercise asks you to tile (the tests compare your result with them).
     """
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -173,7 +174,9 @@ class TiledAttention(torch.autograd.Function):
     backward(ctx, dO): (dQ, dK, dV, None, None, None), from tiled_attention_backward.
     The forward and the backward together follow the memory rule of tiled_attention_backward.
 
-    Do not call `torch.nn.functional.scaled_dot_product_attention`: it computes the whole attention.
+    Do not call `torch.nn.functional.scaled_dot_product_attention`, `torch.autograd.grad`, `torch.Tensor.backward`:
+    the first computes the whole attention, the others its gradients through autograd, which backward takes from
+    tiled_attention_backward instead.
     """
 
     @staticmethod

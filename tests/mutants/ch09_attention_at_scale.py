@@ -493,11 +493,75 @@ _SOFTMAX_DIVIDED = '''def online_softmax(x, block_size):
     return probs, torch.where(empty, m, m + torch.log(s))
 '''
 
+# in log space: log(l') is the log-sum-exp of m - m' + log(l) and the block's entries less m'; the docstring
+# forbids nothing here, so torch.logsumexp is a building block of this exercise though online_softmax, which
+# calls it, may not call it itself (issue 44: the call is update_online_softmax's, the innermost exercise's)
+_UPDATE_LOG_SPACE = '''def update_online_softmax(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(new_max == float("-inf"), torch.zeros_like(new_max), new_max)
+    terms = torch.cat([(running_max - shift + torch.log(running_sum))[..., None], block - shift[..., None]], dim=-1)
+    return new_max, torch.exp(torch.logsumexp(terms, dim=-1))
+'''
+
+# a helper function of the learner's own for the first pass, plain loops over the blocks for both
+_SOFTMAX_HELPER_AND_LOOPS = '''def _max_and_sum(x, block_size):
+    """The running maximum and sum of exp(x - maximum) of each row, block by block."""
+    m = x.new_full(x.shape[:-1], float("-inf"))
+    s = x.new_zeros(x.shape[:-1])
+    start = 0
+    while start < x.shape[-1]:
+        m, s = update_online_softmax(m, s, x[..., start:start + block_size])
+        start += block_size
+    return m, s
+
+
+def online_softmax(x, block_size):
+    m, s = _max_and_sum(x, block_size)
+    seen = m > float("-inf")
+    shift = torch.where(seen, m, torch.zeros_like(m))
+    total = torch.where(seen, s, torch.ones_like(s))
+    probs = torch.empty_like(x)
+    for start in range(0, x.shape[-1], block_size):
+        block = x[..., start:start + block_size]
+        probs[..., start:start + block_size] = torch.exp(block - shift[..., None]) / total[..., None]
+    return probs, m + torch.log(s)
+'''
+
+# einsum for every product, the tile's weights from a helper function of the learner's own
+_BACKWARD_EINSUM_HELPER = '''def _tile_weights(Q_i, K_j, lse_i, q0, k0, causal):
+    """exp(S - lse) of one tile, S = Q_i K_j^T / sqrt(d), the future keys masked when causal."""
+    S = torch.einsum("...qd,...kd->...qk", Q_i, K_j) / math.sqrt(Q_i.shape[-1])
+    if causal:
+        rows = torch.arange(q0, q0 + Q_i.shape[-2], device=Q_i.device)[:, None]
+        cols = torch.arange(k0, k0 + K_j.shape[-2], device=Q_i.device)
+        S = S.masked_fill(cols > rows, float("-inf"))
+    return torch.exp(S - lse_i[..., None])
+
+
+def tiled_attention_backward(Q, K, V, O, lse, dO, block_q=64, block_k=64, causal=False):
+    scale = 1.0 / math.sqrt(Q.shape[-1])
+    D = torch.einsum("...qv,...qv->...q", dO, O)
+    dQ, dK, dV = torch.zeros_like(Q), torch.zeros_like(K), torch.zeros_like(V)
+    for k0 in range(0, K.shape[-2], block_k):
+        k1 = min(k0 + block_k, K.shape[-2])
+        for q0 in range(0, Q.shape[-2], block_q):
+            q1 = min(q0 + block_q, Q.shape[-2])
+            if causal and k0 > q1 - 1:
+                continue
+            P = _tile_weights(Q[..., q0:q1, :], K[..., k0:k1, :], lse[..., q0:q1], q0, k0, causal)
+            dV[..., k0:k1, :] += torch.einsum("...qk,...qv->...kv", P, dO[..., q0:q1, :])
+            dS = P * (torch.einsum("...qv,...kv->...qk", dO[..., q0:q1, :], V[..., k0:k1, :]) - D[..., q0:q1, None])
+            dQ[..., q0:q1, :] += torch.einsum("...qk,...kd->...qd", dS, K[..., k0:k1, :]) * scale
+            dK[..., k0:k1, :] += torch.einsum("...qk,...qd->...kd", dS, Q[..., q0:q1, :]) * scale
+    return dQ, dK, dV
+'''
+
 CORRECT = {
-    "update_online_softmax": {"nan_to_num": _UPDATE_NAN_TO_NUM},
-    "online_softmax": {"split_and_divide": _SOFTMAX_DIVIDED},
+    "update_online_softmax": {"nan_to_num": _UPDATE_NAN_TO_NUM, "log_space_with_torch_logsumexp": _UPDATE_LOG_SPACE},
+    "online_softmax": {"split_and_divide": _SOFTMAX_DIVIDED, "a_helper_of_its_own_and_loops": _SOFTMAX_HELPER_AND_LOOPS},
     "tiled_attention_forward": {"key_blocks_outside_einsum": _FORWARD_KEYS_OUTSIDE},
-    "tiled_attention_backward": {"query_blocks_outside_matmul": _BACKWARD_QUERIES_OUTSIDE},
+    "tiled_attention_backward": {"query_blocks_outside_matmul": _BACKWARD_QUERIES_OUTSIDE,
+                                 "einsum_and_a_helper_of_its_own": _BACKWARD_EINSUM_HELPER},
     "TiledAttention": {"setup_context_and_needs_input_grad": _FUNCTION_SETUP_CONTEXT},
     "GroupedQueryAttention": {"grouped_einsum_no_repeat": _GQA_GROUPED_EINSUM},
     "sliding_window_mask": {"two_triangles": _MASK_TRIANGLES},
