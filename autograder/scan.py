@@ -377,6 +377,10 @@ class _Walk:
             if dotted == entry or (obj is not None and _object(dotted) is obj):
                 self.hits.append((entry, f"{dotted} ({where})", line_of, "listed"))
                 return
+        entry = self.same_computation(dotted)
+        if entry is not None:
+            self.hits.append((entry, f"{dotted} ({where})", line_of, "listed"))
+            return
         if self.exercise is None:
             return
         owner, _, method = dotted.rpartition(".")
@@ -392,6 +396,20 @@ class _Walk:
         why = refused(dotted)
         if why is not None:
             self.hits.append((dotted, f"{dotted}: {why} ({where})", line_of, why))
+
+    def same_computation(self, dotted: str) -> str | None:
+        """The listed entry whose computation ``dotted`` does under another name (``F.softmax`` or
+        ``torch.special.softmax`` where ``torch.softmax`` is listed: the same dispatcher operation,
+        :data:`attention_course.shortcuts.COMPUTATIONS`), or None."""
+        from attention_course.shortcuts import COMPUTATIONS
+
+        ops = set(COMPUTATIONS.get(dotted, ()))
+        if not ops:
+            found = _object(dotted)
+            ops = {op for name, routes in COMPUTATIONS.items() if found is not None and _object(name) is found
+                   for op in routes}
+        same = [e for e in self.entries if ops & set(COMPUTATIONS.get(e, ()))]
+        return min(same, key=lambda e: (e.startswith("torch.Tensor."), e)) if same else None
 
     def indirection(self, node: ast.AST, line_of: str) -> None:
         """An expression the scan cannot name: inside an exercise's own code it is refused (an honest
@@ -460,6 +478,10 @@ class _Walk:
                     if entry.rpartition(".")[2] == name and _tensor_method(entry, obj)]
         if matching:  # the tensor's own entry when listed, else the function it is the method of
             entry = min(matching, key=lambda e: not e.startswith("torch.Tensor."))
+            self.hits.append((entry, f".{name} of a value ({where})", line_of, "listed"))
+            return
+        entry = self.same_computation(f"torch.Tensor.{name}")  # x.log_softmax() where F.log_softmax is listed
+        if entry is not None:
             self.hits.append((entry, f".{name} of a value ({where})", line_of, "listed"))
             return
         # a tensor's attribute: only where the student's code names PyTorch (a NumPy chapter's judge need not import it)

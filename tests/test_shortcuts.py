@@ -131,6 +131,28 @@ def test_the_scan_finds_every_route(route):
     assert found and {(f.exercise, f.entry in _LISTS["LayerNorm"]) for f in found} == {("LayerNorm", True)}, found
 
 
+SAME_COMPUTATION = {  # another name of a listed entry's computation (attention_course.shortcuts.COMPUTATIONS)
+    "F.softmax for torch.softmax": ("softmax", "F.softmax(torch.tensor(x), axis)", "torch.softmax"),
+    "torch.special.softmax": ("softmax", "torch.special.softmax(torch.tensor(x), axis)", "torch.softmax"),
+    "nn.Softmax": ("softmax", "nn.Softmax(axis)(torch.tensor(x))", "torch.softmax"),
+    "torch.special.log_softmax": ("online_softmax", "torch.special.log_softmax(torch.tensor(x), axis).exp()",
+                                  "torch.log_softmax"),
+    "nn.LogSoftmax": ("online_softmax", "nn.LogSoftmax(axis)(torch.tensor(x)).exp()", "torch.log_softmax"),
+    "a tensor's log_softmax": ("online_softmax", "torch.tensor(x).log_softmax(axis).exp()", "torch.log_softmax"),
+}
+
+
+@pytest.mark.parametrize("route", SAME_COMPUTATION)
+def test_the_scan_finds_a_listed_computation_under_another_name(route):
+    exercise, call, entry = SAME_COMPUTATION[route]
+    lists = {exercise: ["torch.softmax", "torch.Tensor.softmax"] if exercise == "softmax" else
+             ["torch.logsumexp", "torch.log_softmax", "torch.nn.functional.log_softmax"]}
+    cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP, "tags": []},
+             {"kind": "solution", "grade_id": exercise, "source": f"def {exercise}(x, axis=-1):\n    return {call}.numpy()\n",
+              "tags": []}]
+    assert [(f.exercise, f.entry) for f in scan.scan(cells, lists)] == [(exercise, entry)]
+
+
 def test_the_scan_finds_a_tensors_softmax_and_scipys():
     method = _scan({"softmax": "def softmax(x, axis=-1):\n    return torch.tensor(x).softmax(axis).numpy()\n"})
     assert [(f.exercise, f.entry) for f in method] == [("softmax", "torch.Tensor.softmax")]
