@@ -293,10 +293,10 @@ def test_grading_writes_the_similarity_step(graded):
     """`make grade` ends with the similarity step (tests/test_similarity.py tests what it finds):
     its files, every assignment of the batch compared, and its section of summary.html."""
     report = json.loads((graded / "similarity.json").read_text())
-    assert sorted(report["assignments"]) == course.assignments()
+    assert sorted(report["assignments"]) == layout.assignments()
     assert all(found["compared"] >= 2 for found in report["assignments"].values())
     rows = list(csv.DictReader(open(graded / "similarity.csv", encoding="utf-8")))
-    assert rows and {r["assignment"] for r in rows} <= set(course.assignments())
+    assert rows and {r["assignment"] for r in rows} <= set(layout.assignments())
     assert 'id="similarity"' in (graded / "summary.html").read_text()
 
 
