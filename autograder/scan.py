@@ -403,12 +403,15 @@ class _Walk:
         :data:`attention_course.shortcuts.COMPUTATIONS`), or None."""
         from attention_course.shortcuts import COMPUTATIONS
 
+        listed = {e: set(COMPUTATIONS[e]) for e in self.entries if e in COMPUTATIONS}
+        if not listed:  # most exercises: nothing to resolve
+            return None
         ops = set(COMPUTATIONS.get(dotted, ()))
         if not ops:
             found = _object(dotted)
             ops = {op for name, routes in COMPUTATIONS.items() if found is not None and _object(name) is found
                    for op in routes}
-        same = [e for e in self.entries if ops & set(COMPUTATIONS.get(e, ()))]
+        same = [e for e, routes in listed.items() if ops & routes]
         return min(same, key=lambda e: (e.startswith("torch.Tensor."), e)) if same else None
 
     def indirection(self, node: ast.AST, line_of: str) -> None:
