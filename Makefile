@@ -14,7 +14,7 @@ ARCHIVE ?=
 STUDENTS ?= 6
 ASSIGNMENTS ?=
 
-.PHONY: install install-sandbox install-book-font system rehearsal book translations test test-fast release grade clean bench-grade bench-coordinator bench bench-similarity train-budget validate-slow figures-catalog
+.PHONY: install install-sandbox install-book-font system rehearsal book translations test test-fast release grade clean bench-grade bench-coordinator bench bench-similarity train-budget validate-slow visible-mutants figures-catalog
 
 # The Python environment: pinned versions from requirements.txt, the course package editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -187,6 +187,12 @@ train-budget: $(STAMP)
 # verdict and slowest cell. Takes minutes; not part of make test.
 validate-slow: $(STAMP)
 	$(BIN)/python -m benchmarks.validate_slow
+
+# Which wrong variants of tests/mutants/ pass every VISIBLE test (the released notebook's, in one
+# kernel), per chapter: the plausible mistakes a learner is told nothing about. Minutes; not part of
+# make test. CHAPTERS=ch03 for some chapters; TRAIN=1 runs the training cells for the survivors too.
+visible-mutants: $(STAMP)
+	$(BIN)/python tests/visible_mutants.py $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(TRAIN),--train)
 
 # The cold-start rehearsal (not part of make test): the README's commands, make book then make test,
 # and in a second copy make test then make book, each on a throwaway copy of this machine (an overlay
