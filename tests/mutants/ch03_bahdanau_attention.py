@@ -246,3 +246,14 @@ CORRECT = {
             """),
     },
 }
+
+# What the failure must say (exercise -> wrong variant -> words of its message): the mistakes that
+# only the 2-layer, training-mode and other-ids checks see name what they check.
+MESSAGES = {
+    "BahdanauDecoder": {
+        "query_from_first_layer": "hidden[-1]",
+        "dropout_on_the_embeddings": "training mode",
+    },
+    "sequence_loss": {"pad_id_zero_hard_coded": "pad_id=1"},
+    "greedy_decode": {"eos_hard_coded": "eos_id=5", "pad_is_zero_hard_coded": "pad_id=6"},
+}
