@@ -222,6 +222,24 @@ def _words(tree: ast.AST, prints: bool, helpers: Helpers, free: frozenset = froz
     return found, words
 
 
+def _clause(key: ast.expr | None) -> bool:
+    """A string or an f-string with a space in its text: a clause, not a name."""
+    if isinstance(key, ast.Constant):
+        return isinstance(key.value, str) and " " in key.value
+    return isinstance(key, ast.JoinedStr) and any(
+        isinstance(v, ast.Constant) and " " in v.value for v in key.values)
+
+
+def mistake_texts(tree: ast.AST) -> list[ast.expr]:
+    """The keys (string literals and f-strings: ``f"... sqrt({D}) ..."``) of every dict display
+    whose keys are all clauses: the mistakes a test names to ``checks.check_close(likely=...)``
+    (directly, or through a variable or a helper that returns them). Words, translated in place as
+    a check's ``name=`` is, so that an f-string's values fill the translation's placeholders; a
+    dict with a key that is not a clause (``{"qkv": ..., "every third": ...}``) is a table, left alone."""
+    return [key for node in ast.walk(tree) if isinstance(node, ast.Dict) and node.keys
+            and all(_clause(k) for k in node.keys) for key in node.keys]
+
+
 def message_parameters(tree: ast.AST, known: Helpers | None = None) -> Helpers:
     """The functions ``tree`` defines whose parameters go only into the text of a message, e.g.
     ``def check_rule(largest, allowed, name): assert ..., f"{name} created ..."``: what a test
@@ -293,7 +311,8 @@ def _translated_fstring(text: ast.JoinedStr, translated: str) -> list | None:
 
 def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
                    helpers: Helpers | None = None) -> ast.AST:
-    """``tree`` (changed in place) with the strings of :func:`message_texts` translated by
+    """``tree`` (changed in place) with the strings of :func:`message_texts` and
+    :func:`mistake_texts` translated by
     ``translate`` (default: :func:`gettext`). ``helpers``: the test's own helpers defined in other
     cells (:func:`message_parameters`); by default those of the cells translated so far in this
     process (a kernel's, the grader's), to which this tree's are added."""
@@ -301,7 +320,7 @@ def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
     if helpers is None:
         helpers = _active["helpers"]
         helpers.update(message_parameters(tree, helpers))
-    for text in message_texts(tree, helpers=helpers):
+    for text in message_texts(tree, helpers=helpers) + mistake_texts(tree):
         key = msgid(text)
         translated = translate(key)
         if translated == key:

@@ -14,7 +14,8 @@ removed one is kept as obsolete), then lists what is left to translate. What goe
 A test's words are the strings :func:`attention_course.i18n.message_texts` finds in the course
 and test cells of ``solutions/`` (a check's ``name=``, an ``assert``'s message...: what
 :func:`attention_course.i18n.translate_source` translates), and the mistakes the tests name to
-``checks.check_close(likely=...)`` (the keys of a dict of such clauses). A string that is code
+``checks.check_close(likely=...)`` (the keys, strings or f-strings, of a dict of such clauses:
+:func:`attention_course.i18n.mistake_texts`). A string that is code
 alone (``"softmax(x + 1000)"``) stays as it is and is not listed.
 """
 
@@ -36,7 +37,7 @@ from autograder import catalogs
 from layout import REPO, SOLUTIONS, regions
 
 MISTAKE_NOTE = ("a mistake a check names: it completes the sentence "
-                "“This is exactly what you get if …” (in Chinese: “这正是……时得到的结果。”)")
+                "“This is exactly what you get if …” (in Chinese: “这恰好是以下错误的结果：……。”, a clause)")
 _PROJECT = "attention-course"
 HEADERS = {"messages": "what the course package and the notebooks' visible tests say to a learner",
            "autograder": "the feedback page's words, the grader's notes and the hidden tests' words"}
@@ -69,15 +70,6 @@ def worth_translating(text: str) -> bool:
     return False
 
 
-def _mistakes(tree: ast.AST) -> Iterator[ast.Constant]:
-    """The keys of every dict whose keys are all clauses (strings with a space): the mistakes a
-    test names to ``check_close(likely=...)``, which the check translates when it names one."""
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Dict) and node.keys
-                and all(isinstance(k, ast.Constant) and isinstance(k.value, str) and " " in k.value for k in node.keys)):
-            yield from node.keys
-
-
 def _tree(source: str) -> ast.AST | None:
     lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     try:
@@ -94,7 +86,7 @@ def cell_words(source: str, prints: bool = True, helpers: i18n.Helpers | None = 
     if tree is None:
         return []
     found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree, prints, helpers)] + [
-        (k.value, True) for k in _mistakes(tree)]
+        (i18n.msgid(k), True) for k in i18n.mistake_texts(tree)]
     return [(text, mistake) for text, mistake in found if worth_translating(text)]
 
 

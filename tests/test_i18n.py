@@ -93,7 +93,8 @@ def test_the_checks_speak_the_language_asked_for(english_afterwards):
 CELL = '''
 name = "f(x) for x of shape (2, 3)"
 checks.check_shape(y, (2, 3), name=name + " (one row per query)")
-checks.check_close(y, z, name=f"f of a {shape} array", likely={"the sum is off by one": w})
+checks.check_close(y, z, name=f"f of a {shape} array", likely={"the sum is off by one": w, f"the {k} is off by one": v})
+table = {"qkv": 1, f"off by {n}": 2}  # a key that is no clause: a table, not mistakes
 label = "used as a key"
 table[label] = 1
 assert len(y) == 2, f"f must return {len(y)!r:>4} rows"
@@ -102,7 +103,8 @@ checks.check_raises(ValueError, f, match="wrong shape", name="f of a bad shape")
 '''
 WORDS = {"f(x) for x of shape (2, 3)": "形状为 (2, 3) 的 x 的 f(x)", " (one row per query)": "（每个查询一行）",
          "f of a {shape} array": "{shape} 数组的 f", "f must return {len(y)!r:>4} rows": "f 必须返回 {len(y)!r:>4} 行",
-         "used as a key": "BAD", "f of a row": "BAD", "wrong shape": "BAD", "the sum is off by one": "BAD",
+         "used as a key": "BAD", "f of a row": "BAD", "wrong shape": "BAD", "the sum is off by one": "和多算了一",
+         "off by {n}": "BAD", "the {k} is off by one": "第 {k} 个多算了一",
          "f of a bad shape": "形状不对时的 f"}
 
 
