@@ -1,11 +1,13 @@
 """The language of what the course package says to a learner: English unless a notebook asks.
 
-A Chinese notebook's first cell calls ``use_language("zh_CN")``. From then on, in that kernel,
+A Chinese notebook's first cell calls ``use_language("zh_CN")``; a kernel that was not told
+(restarted, then run from any other cell) reads the language from the notebook it runs, as the
+grader does (:func:`follow_notebook`, when the package is imported). From then on, in that kernel,
 the checks' failure messages, the mistakes they name and the package's other words come from
 the catalog compiled from ``locale/zh_CN/LC_MESSAGES/messages.po`` (into ``attention_course/locale/``
 by ``make install``, and into every chapter's wheel): the standard library's ``gettext``, nothing
 else at run time. Nothing is guessed from the machine: a kernel that never calls
-``use_language`` speaks English, whatever its locale.
+``use_language`` and runs no notebook that names a language speaks English, whatever its locale.
 
 The test cells' own words are written in the notebook, in English: the ``name=`` given to a
 check (``checks.check_close(..., name="softmax of a float32 array")``) or to a test's own
@@ -24,8 +26,11 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import contextlib
 import copy
 import gettext as _gettext
+import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -39,7 +44,9 @@ METADATA_KEY = "attention_course"
 DOMAIN = "messages"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
-_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations(), "helpers": {}}
+_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations(), "helpers": {}, "told": False}
+#: a notebook file larger than this is not read for its language (a learner's notebook is far smaller)
+_LARGEST_NOTEBOOK = 64 * 2**20
 
 
 def supported(code: object) -> str:
@@ -73,15 +80,114 @@ def catalog(code: str, localedir: Path = LOCALE_DIR, domain: str = DOMAIN) -> _g
     return found
 
 
-def use_language(code: str, translation: _gettext.NullTranslations | None = None) -> str:
+def use_language(code: str, translation: _gettext.NullTranslations | None = None) -> None:
     """Speak ``code`` (``"zh_CN"``; ``"en"`` or anything unknown: English) from now on in this
-    process; return the language taken. ``translation`` replaces the package's own catalog (the
-    grader passes its own, which holds the hidden tests' words too). In an IPython kernel, the
-    cells run after this call get their test messages translated (:func:`translate_tree`)."""
+    process (:func:`language` says which was taken). ``translation`` replaces the package's own
+    catalog (the grader passes its own, which holds the hidden tests' words too). In an IPython
+    kernel, the cells run after this call get their test messages translated (:func:`translate_tree`).
+    Returns nothing: the notebook's first cell shows no output for it."""
+    _speak(code, translation)
+    _active["told"] = True
+
+
+def _speak(code: str, translation: _gettext.NullTranslations | None = None) -> None:
     code = supported(code)
     _active["language"] = code
     _active["translation"] = translation if translation is not None else catalog(code)
     _install_cell_translator(code != ENGLISH)
+    _documented.clear()
+    translate_docs()
+
+
+# ----------------------------------------------------------------------------- what help() shows
+
+#: the course package's modules whose docstrings are in the language spoken, and the English ones
+_documented: set = set()
+_english_docs: dict = {}
+#: modules whose docstrings are not a learner's to read in a notebook (the course's solutions: the catalogs
+#: of the exercises translate those)
+_NOT_READ = ("attention_course.reference",)
+
+
+def doc_paragraphs(doc: str) -> list[str]:
+    """A docstring's paragraphs (``inspect.cleandoc``'s text cut at blank lines): each is one entry
+    of the catalog."""
+    import inspect
+
+    return [p for p in inspect.cleandoc(doc).split("\n\n") if p.strip()]
+
+
+def translated_doc(doc: str | None, translate: Callable[[str], str] | None = None) -> str | None:
+    """``doc`` with each paragraph translated, or None when the catalog translates none of them
+    (a paragraph of code alone is its own translation)."""
+    translate = translate or gettext
+    if not doc:
+        return None
+    paragraphs = doc_paragraphs(doc)
+    done = [translate(p) for p in paragraphs]
+    return "\n\n".join(done) if any(t != p for t, p in zip(done, paragraphs)) else None
+
+
+def translate_docs() -> None:
+    """Give the functions and classes of the course package's modules imported so far the
+    docstrings of the language spoken (:func:`use_language`), where the catalog holds every
+    paragraph of one (those the notebooks invite a learner to read, ``help(train_seq2seq)``); the
+    English ones back in English. Run when the language changes and before each cell of a kernel
+    that speaks another language (a module the cell imported is then done for the next one)."""
+    for name, module in list(sys.modules.items()):
+        if (not name.startswith("attention_course.") or name.startswith(_NOT_READ) or name in _documented
+                or module is None):
+            continue
+        _documented.add(name)
+        for obj in list(vars(module).values()):
+            if not (callable(obj) and getattr(obj, "__module__", None) == name):
+                continue
+            english = _english_docs.setdefault(obj, getattr(obj, "__doc__", None))
+            chinese = translated_doc(english) if _active["language"] != ENGLISH else None
+            with contextlib.suppress(AttributeError, TypeError):
+                obj.__doc__ = chinese or english
+
+
+def notebook_file() -> Path | None:
+    """The notebook file this IPython kernel runs, where its front end names it: Jupyter's server
+    (``JPY_SESSION_NAME`` in the kernel's environment, ipykernel's ``__session__``: kept across a
+    restart) or VS Code (``__vsc_ipynb_file__``); None outside a kernel or when none names an
+    existing ``.ipynb``."""
+    shell = _running_shell()
+    names = getattr(shell, "user_ns", None)
+    if not isinstance(names, dict):
+        return None
+    for candidate in (names.get("__vsc_ipynb_file__"), names.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(candidate, str) and candidate.endswith(".ipynb"):
+            path = Path(candidate)
+            try:
+                if path.is_file():
+                    return path
+            except OSError:
+                continue
+    return None
+
+
+def follow_notebook() -> str | None:
+    """In a kernel nobody told a language (:func:`use_language`), speak the language of the
+    notebook it runs (:func:`notebook_file`), read from its metadata as the grader reads it
+    (:func:`notebook_language`): a Chinese notebook's kernel, restarted and run from its set-up
+    cell or any later one, speaks Chinese. Returns the language taken, None when there is no
+    notebook to read (then nothing changes). Never raises."""
+    if _active["told"]:
+        return None
+    path = notebook_file()
+    if path is None:
+        return None
+    try:
+        if path.stat().st_size > _LARGEST_NOTEBOOK:
+            return None
+        metadata = json.loads(path.read_text(encoding="utf-8")).get("metadata")
+    except (OSError, ValueError, AttributeError):
+        return None
+    code = notebook_language(metadata)
+    if code != _active["language"]:
+        _speak(code)
     return code
 
 
@@ -352,6 +458,7 @@ class CellTranslator(ast.NodeTransformer):
 
     def visit(self, node: ast.AST) -> ast.AST:
         try:
+            translate_docs()  # the modules an earlier cell imported
             return translate_tree(node)
         except Exception:  # noqa: BLE001 - a translation must never stop a learner's cell
             return node
