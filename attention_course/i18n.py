@@ -328,6 +328,41 @@ def _words(tree: ast.AST, prints: bool, helpers: Helpers, free: frozenset = froz
     return found, words
 
 
+#: matplotlib's calls whose first argument is a figure's words, and those whose ``label=`` is (a legend's entry)
+_FIGURE_TEXT_CALLS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "supxlabel", "supylabel", "title", "xlabel",
+                      "ylabel"}
+_LABELLED_CALLS = {"plot", "scatter", "bar", "barh", "hist", "step", "stairs", "fill_between", "axhline", "axvline",
+                   "errorbar", "semilogx", "semilogy", "loglog", "imshow"}
+
+
+def figure_texts(tree: ast.AST) -> list[ast.expr]:
+    """The string literals and f-strings that are the words of a figure a cell draws with
+    matplotlib: a title's, an axis label's (``ax.set_xlabel("bandwidth h")``), a legend entry's
+    (``ax.plot(x, y, label="truth")``). Translated as the cell runs, where the figure can draw
+    them (:func:`attention_course.plotting.figure_words`: a CJK font)."""
+    roots = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _FIGURE_TEXT_CALLS:
+                roots += node.args[:1]
+            if node.func.attr in _LABELLED_CALLS:
+                roots += [kw.value for kw in node.keywords if kw.arg == "label"]
+    texts: list = []
+    for root in roots:
+        _text_parts(root, texts, [])
+    return texts
+
+
+def _figures_speak() -> bool:
+    """Whether a figure drawn now can say its words in the language spoken (matplotlib is then set
+    up to draw them): :func:`attention_course.plotting.figure_words`."""
+    try:
+        from attention_course.plotting import figure_words
+    except Exception:  # noqa: BLE001 - no matplotlib: no figure to translate
+        return False
+    return figure_words()
+
+
 def _clause(key: ast.expr | None) -> bool:
     """A string or an f-string with a space in its text: a clause, not a name."""
     if isinstance(key, ast.Constant):
@@ -417,8 +452,8 @@ def _translated_fstring(text: ast.JoinedStr, translated: str) -> list | None:
 
 def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
                    helpers: Helpers | None = None) -> ast.AST:
-    """``tree`` (changed in place) with the strings of :func:`message_texts` and
-    :func:`mistake_texts` translated by
+    """``tree`` (changed in place) with the strings of :func:`message_texts`,
+    :func:`mistake_texts` and (where a figure can draw them) :func:`figure_texts` translated by
     ``translate`` (default: :func:`gettext`). ``helpers``: the test's own helpers defined in other
     cells (:func:`message_parameters`); by default those of the cells translated so far in this
     process (a kernel's, the grader's), to which this tree's are added."""
@@ -426,7 +461,10 @@ def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
     if helpers is None:
         helpers = _active["helpers"]
         helpers.update(message_parameters(tree, helpers))
-    for text in message_texts(tree, helpers=helpers) + mistake_texts(tree):
+    figures = figure_texts(tree)
+    if figures and not _figures_speak():
+        figures = []
+    for text in message_texts(tree, helpers=helpers) + mistake_texts(tree) + figures:
         key = msgid(text)
         translated = translate(key)
         if translated == key:

@@ -86,7 +86,8 @@ def cell_words(source: str, prints: bool = True, helpers: i18n.Helpers | None = 
     if tree is None:
         return []
     found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree, prints, helpers)] + [
-        (i18n.msgid(k), True) for k in i18n.mistake_texts(tree)]
+        (i18n.msgid(k), True) for k in i18n.mistake_texts(tree)] + [
+        (i18n.msgid(t), False) for t in i18n.figure_texts(tree)]
     return [(text, mistake) for text, mistake in found if worth_translating(text)]
 
 

@@ -146,8 +146,9 @@ def english_in_messages() -> dict[str, list[tuple[str, list[str]]]]:
         left = []
         for source_code in cells:
             tree = _tree(source_code)
+            figures = [words(i18n.msgid(t)) for t in i18n.figure_texts(tree)]  # where a font can draw them
             i18n.translate_tree(tree, words, helpers)
-            texts = [_text(t) for t in i18n.message_texts(tree, helpers=helpers) + i18n.mistake_texts(tree)]
+            texts = [_text(t) for t in i18n.message_texts(tree, helpers=helpers) + i18n.mistake_texts(tree)] + figures
             left += [(t, english(t)) for t in texts if english(t)]
         found[assignment] = left
     return found
@@ -213,14 +214,20 @@ def test_every_mistake_a_test_names_is_said_in_chinese():
 
 
 def english_in_test_comments() -> dict[str, list[str]]:
-    """assignment -> the comments and docstrings (of the test's own helpers) of its Chinese
-    notebook's test cells that are English."""
+    """assignment -> the comments and the docstrings (of the functions a test defines) of its
+    Chinese notebook's test cells that are English: read from the cells themselves, not from what
+    the tooling extracts."""
     found = {}
     for assignment, _, chinese in _chinese_notebooks():
-        found[assignment] = [
-            piece.text for cell in chinese.cells if nbt.is_test_cell(cell)
-            for piece in translatable.code_pieces(cell.source, comments_only=True)
-            if english(piece.text[len(translatable._named_prefix(piece.text) or ""):])]
+        texts = []
+        for cell in chinese.cells:
+            if not nbt.is_test_cell(cell):
+                continue
+            texts += [tok.string[1:] for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+                      if tok.type == tokenize.COMMENT and not tok.string.startswith("###")]
+            texts += [ast.get_docstring(node) for node in ast.walk(_tree(cell.source))
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(node)]
+        found[assignment] = [t for t in texts if english(t[len(translatable._named_prefix(t) or ""):])]
     return found
 
 
