@@ -28,6 +28,7 @@ import builtins
 import collections
 import contextlib
 import copy
+import functools
 import gettext as _gettext
 import json
 import os
@@ -355,12 +356,79 @@ def figure_texts(tree: ast.AST) -> list[ast.expr]:
 
 def _figures_speak() -> bool:
     """Whether a figure drawn now can say its words in the language spoken (matplotlib is then set
-    up to draw them): :func:`attention_course.plotting.figure_words`."""
+    up to draw them): :func:`figure_words`."""
     try:
-        from attention_course.plotting import figure_words
-    except Exception:  # noqa: BLE001 - no matplotlib: no figure to translate
+        return figure_words()
+    except ImportError:  # no matplotlib: no figure to translate
         return False
-    return figure_words()
+
+
+# ----------------------------------------------------------------------------- the words of figures
+
+#: Chinese fonts a figure may fall back on: the book's own first (Debian's fonts-wqy-microhei, as
+#: book/_ext/translated_outputs.py draws the Chinese book's figures), then the usual ones of other systems
+CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
+             "Microsoft YaHei", "SimHei", "PingFang SC", "Hiragino Sans GB", "Heiti SC", "Arial Unicode MS")
+
+
+@functools.cache
+def cjk_font() -> str | None:
+    """The first of :data:`CJK_FONTS` matplotlib can draw with on this machine, found as the book
+    finds its font: in matplotlib's list of fonts, else in the system's font folders (matplotlib's
+    cached list never sees a font installed after it was written: such a font is registered by
+    its path); None when there is none."""
+    from matplotlib import font_manager, ft2font  # here: the tests' words need no matplotlib
+
+    manager = font_manager.fontManager
+    known = {font.name for font in manager.ttflist}
+    found = next((name for name in CJK_FONTS if name in known), None)
+    if found is None:
+        for path in font_manager.findSystemFonts():
+            try:
+                first = ft2font.FT2Font(path)
+                faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
+            except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
+                continue
+            if {face.family_name for face in faces} & set(CJK_FONTS):
+                manager.addfont(path)
+        known = {font.name for font in manager.ttflist}
+        found = next((name for name in CJK_FONTS if name in known), None)
+    return found
+
+
+_noted: set = set()  # the languages whose learner was told that the figures stay English
+
+
+def figure_words() -> bool:
+    """Whether a figure drawn now says its words translated: in English, no (they are English);
+    in Chinese, where a CJK font is found (:func:`cjk_font`), which matplotlib then falls back on
+    for every text (the Latin letters keep their own font). Where none is, the figures keep their
+    English words (never boxes for missing glyphs) and the learner is told so once, in Chinese."""
+    language = _active["language"]
+    if language == ENGLISH:
+        return False
+    import matplotlib  # here: the tests' words need no matplotlib
+
+    font = cjk_font()
+    if font is None:
+        if language not in _noted:
+            _noted.add(language)
+            print(gettext("no Chinese font on this machine, so the figures' words stay English (install one "
+                          "of {fonts}, then restart the kernel)").format(fonts=", ".join(CJK_FONTS[:3])))
+        return False
+    family = list(matplotlib.rcParams["font.family"])
+    if font not in family:
+        matplotlib.rcParams["font.family"] = [*family, font]
+    return True
+
+
+def figure_text(english: str) -> str:
+    """A word of one of the package's figures (a title, a label, a legend's entry): translated
+    when :func:`figure_words` allows, else the English. An f-string's text is formatted after:
+    ``figure_text("{n} steps").format(n=n)``."""
+    return gettext(english) if figure_words() else english
+
+
 
 
 def _clause(key: ast.expr | None) -> bool:

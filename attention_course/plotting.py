@@ -1,79 +1,14 @@
-"""Plotting helpers shared by the book's figures and the notebooks, and the words of the
-course package's figures in the language of the messages (:func:`figure_text`)."""
+"""Plotting helpers shared by the book's figures and the notebooks (their words in the language of
+the messages: :func:`attention_course.i18n.figure_text`)."""
 
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attention_course import i18n
-
-#: Chinese fonts a figure may fall back on: the book's own first (Debian's fonts-wqy-microhei, as
-#: book/_ext/translated_outputs.py draws the Chinese book's figures), then the usual ones of other systems
-CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
-             "Microsoft YaHei", "SimHei", "PingFang SC", "Hiragino Sans GB", "Heiti SC", "Arial Unicode MS")
-
-
-@functools.cache
-def cjk_font() -> str | None:
-    """The first of :data:`CJK_FONTS` matplotlib can draw with on this machine, found as the book
-    finds its font: in matplotlib's list of fonts, else in the system's font folders (matplotlib's
-    cached list never sees a font installed after it was written: such a font is registered by
-    its path); None when there is none."""
-    from matplotlib import font_manager, ft2font
-
-    manager = font_manager.fontManager
-    known = {font.name for font in manager.ttflist}
-    found = next((name for name in CJK_FONTS if name in known), None)
-    if found is None:
-        for path in font_manager.findSystemFonts():
-            try:
-                first = ft2font.FT2Font(path)
-                faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
-            except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
-                continue
-            if {face.family_name for face in faces} & set(CJK_FONTS):
-                manager.addfont(path)
-        known = {font.name for font in manager.ttflist}
-        found = next((name for name in CJK_FONTS if name in known), None)
-    return found
-
-
-_noted: set = set()  # the languages whose learner was told that the figures stay English
-
-
-def figure_words() -> bool:
-    """Whether a figure drawn now can say its words in the messages' language (:mod:`i18n`):
-    always in English; in Chinese where a CJK font is found (:func:`cjk_font`), which matplotlib
-    then falls back on for every text (the Latin letters keep their own font). Where none is, the
-    figures keep their English words (never boxes for missing glyphs) and the learner is told so
-    once, in Chinese."""
-    language = i18n.language()
-    if language == i18n.ENGLISH:
-        return False
-    font = cjk_font()
-    if font is None:
-        if language not in _noted:
-            _noted.add(language)
-            print(i18n.gettext("no Chinese font on this machine, so the figures' words stay English (install one "
-                               "of {fonts}, then restart the kernel)").format(fonts=", ".join(CJK_FONTS[:3])))
-        return False
-    family = list(matplotlib.rcParams["font.family"])
-    if font not in family:
-        matplotlib.rcParams["font.family"] = [*family, font]
-    return True
-
-
-def figure_text(english: str) -> str:
-    """A word of one of the package's figures (a title, a label, a legend's entry): translated
-    when :func:`figure_words` allows, else the English. An f-string's text is formatted after:
-    ``figure_text("{n} steps").format(n=n)``."""
-    return i18n.gettext(english) if figure_words() else english
-
+from attention_course.i18n import figure_text, figure_words
 
 def to_numpy(x) -> np.ndarray:
     """A NumPy copy of an array or tensor (detached, on the CPU)."""

@@ -174,7 +174,7 @@ def plot_loss(history: dict, title: str | None = None):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from attention_course.plotting import figure_text, figure_words
+    from attention_course.i18n import figure_text, figure_words
 
     figure_words()  # before the figure's texts are made: they take their font then
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
@@ -201,7 +201,8 @@ def plot_alignment(weights, sources, predictions, max_cols: int = 3):
     the decoder: rows are the output characters, columns the input characters."""
     import matplotlib.pyplot as plt
 
-    from attention_course.plotting import figure_text, figure_words, to_numpy
+    from attention_course.i18n import figure_text, figure_words
+    from attention_course.plotting import to_numpy
 
     figure_words()  # before the figure's texts are made: they take their font then
     count = min(len(sources), max_cols)

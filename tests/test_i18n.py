@@ -422,14 +422,12 @@ def test_a_chinese_notebooks_figures_are_chinese_with_a_font_and_english_without
     """The package's plots (the loss curve here) say their words in Chinese in a Chinese kernel,
     drawn with a CJK font found as the book finds it (no glyph missing); on a machine without
     one, their words stay English (no boxes) and the learner is told why once, in Chinese."""
-    from attention_course import plotting
-
     i18n.use_language(ZH)
     texts, missing, _ = _loss_figure_texts(capsys)
-    assert plotting.cjk_font(), "this machine has the book's CJK font (make book installs it)"
+    assert i18n.cjk_font(), "this machine has the book's CJK font (make book installs it)"
     assert all(CJK.search(t) for t in texts) and not missing, (texts, missing)
-    monkeypatch.setattr(plotting, "cjk_font", lambda: None)
-    monkeypatch.setattr(plotting, "_noted", set())
+    monkeypatch.setattr(i18n, "cjk_font", lambda: None)
+    monkeypatch.setattr(i18n, "_noted", set())
     texts, missing, said = _loss_figure_texts(capsys)
     assert texts[1:] == ["training step", "cross-entropy per token (nats)", "training loss (one batch)",
                          "training loss (mean of 25 steps)", "validation loss"] and not missing, (texts, missing)

@@ -68,15 +68,6 @@ def test_a_chinese_notebook_exists_exactly_where_its_catalogs_are_complete():
             f"{'' if common else ' and the shared one is not'}: run `make release`")
 
 
-def _without_docstrings(source: str) -> str:
-    """The code of a cell, its functions' and classes' docstrings emptied (each stays a docstring)."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)) and ast.get_docstring(node):
-            node.body[0].value.value = ""
-    return ast.dump(tree)
-
-
 @pytest.mark.parametrize("assignment", layout.assignments())
 def test_a_chinese_notebook_is_the_english_one_cell_by_cell(assignment):
     """Same cells, ids, grade_ids, tests and points as the English learner notebook; every code cell
@@ -97,7 +88,7 @@ def test_a_chinese_notebook_is_the_english_one_cell_by_cell(assignment):
         assert {k: v for k, v in zh.metadata.items() if k != "nbgrader"} == \
             {k: v for k, v in en.metadata.items() if k != "nbgrader"}, where
         if nbt.is_test_cell(en):  # the same test: only its comments and its functions' docstrings are translated
-            assert _without_docstrings(zh.source) == _without_docstrings(en.source), f"{where}: a test changed"
+            assert nbt.test_code(zh.source) == nbt.test_code(en.source), f"{where}: a test changed"
         elif en.cell_type == "code" and not learner_package.is_install_cell(en):
             assert translatable.check_code(en.source, zh.source) is None, f"{where}: {translatable.check_code(en.source, zh.source)}"
             assert translatable.signatures(zh.source) == translatable.signatures(en.source), f"{where}: a signature changed"
