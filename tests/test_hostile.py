@@ -613,9 +613,13 @@ def test_duplicates_and_shadowing_files_change_nothing(batch, student):
 
 
 def test_broken_and_misnamed_notebooks_get_a_reason(batch):
+    """A notebook that is not JSON, and one under another name, are a zero with a reason, out of
+    the assignment's points, in a batch that ends normally (the fixture checks its exit status)."""
+    name = nbt.source_notebook(ASSIGNMENT).name
     assert "not a valid notebook" in batch["rows"]["broken_json"]["reason"]
-    assert "missing notebook" in batch["rows"]["misnamed"]["reason"]
+    assert f"missing notebook {name}" in batch["rows"]["misnamed"]["reason"]
     assert _score(batch, "broken_json") == _score(batch, "misnamed") == 0
+    assert float(batch["rows"]["broken_json"]["max_score"]) == _max_points()
 
 
 def test_an_infinite_loop_is_stopped_with_a_reason(batch):
