@@ -128,8 +128,8 @@ DECODER_ONLY = Recipe(
 #: along a cosine to ``lr / 20``); the bar is the held-out repeat loss (nats, lower is better; chance
 #: is ``ln vocab_size`` = 3.47) at ``period``. Measured over seeds 0 to 4 and the draw orders
 #: solution, reversed and shuffled (2026-11-27, one thread of the shared 2-core machine under a load
-#: of about 15): 0.028 to 0.048 nats, 8.4 to 10.8 CPU s; the steepest fall of the repeat loss at
-#: steps 168 to 245. Two heads per layer, so that each role has few heads to share it: even so, in
+#: of about 15, ``make train-budget ORDERS=all`` with seeds 0 to 4): 0.029 to 0.049 nats, 7.8 to 9.9
+#: CPU s; the steepest fall of the repeat loss at steps 168 to 245. Two heads per layer, so that each role has few heads to share it: even so, in
 #: some runs both heads of a layer share one role (reversed, seed 1: removing either previous-token
 #: head leaves 0.73 to 0.76 nats, where the other runs lose 1.0 to 2.7), which is why the graded
 #: ablation asks for 0.5 nats.
