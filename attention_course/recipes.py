@@ -21,7 +21,7 @@ import dataclasses
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["Recipe", "BAHDANAU", "ENCODER", "WINDOW_MLP", "TRANSFORMER", "DECODER_ONLY"]
+__all__ = ["Recipe", "BAHDANAU", "ENCODER", "WINDOW_MLP", "TRANSFORMER", "DECODER_ONLY", "INDUCTION"]
 
 
 def _frozen(**values: Any) -> Mapping[str, Any]:
@@ -118,4 +118,16 @@ DECODER_ONLY = Recipe(
     training=_frozen(num_steps=400, batch_size=64, lr=6e-3),
     bar=0.74,
     steps_per_cell=80,
+)
+
+#: Chapter 10: a two-layer attention-only ``AttentionOnlyTransformer(**model)`` with rotary positions on
+#: random tokens whose second half repeats the first
+#: (:func:`~attention_course.induction.train_induction_model`: each batch's repeated half between
+#: ``min_period`` and ``period`` tokens, Adam at ``lr`` along a cosine to ``lr / 20``); the bar is the
+#: held-out repeat loss (nats, lower is better; chance is ``ln vocab_size``) at ``period``.
+INDUCTION = Recipe(
+    model=_frozen(vocab_size=32, d_model=64, num_heads=2, num_layers=2),
+    training=_frozen(period=16, min_period=4, num_steps=800, batch_size=32, lr=1e-2),
+    bar=0.5,
+    steps_per_cell=200,
 )
