@@ -6,7 +6,7 @@ the page and this benchmark measure the same thing:
 
 * **the phase change**: the model of ``attention_course.recipes.INDUCTION`` trained by
   ``train_induction_model`` (one CPU thread, as the notebook trains it; on CUDA too when present),
-  probed every 5 steps: its training CPU seconds, the held-out loss on the repeat against the
+  probed every 10 steps: its training CPU seconds, the held-out loss on the repeat against the
   bar, the step at which the repeat's loss is half-way down, the share of the fall in the
   steepest eighth of the run, and the two heads ``find_heads`` names with their scores;
 * **the ablation**: how far removing each of the two heads takes the repeat's loss back to chance;

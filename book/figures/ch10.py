@@ -169,7 +169,7 @@ def _period_and_vocab(recipe) -> tuple[int, int]:
     return int(recipe.training["period"]), int(recipe.model["vocab_size"])
 
 
-def induction_run(recipe=INDUCTION, seed: int = 0, every: int = 5, probe_size: int = 64, eval_size: int = 256,
+def induction_run(recipe=INDUCTION, seed: int = 0, every: int = 10, probe_size: int = 64, eval_size: int = 256,
                   device=None) -> dict:
     """The chapter's attention-only model (the reference ``AttentionOnlyTransformer`` of the
     recipe's sizes), trained by ``train_induction_model`` from the recipe. Every ``every`` steps the
@@ -250,7 +250,8 @@ def phase_change(run: dict, part: int = 8) -> dict:
     the first and last probe and the step at which it first reaches half-way (``score_jump``); the
     first half's loss at the first and last probe and its lowest (``first_half_low``). Checked: what
     the page says of the figure (at least half of the fall within that part of the run, the score
-    half-way within a tenth of the run of the loss, the first half never clearly below chance)."""
+    half-way within a tenth of the run of the loss, the first half never clearly below the best its
+    random tokens allow, ``first_half_best``)."""
     probe = run["probe"]
     steps, loss = np.asarray(probe["step"]), np.asarray(probe["repeat"])
     start, end = float(loss[0]), float(loss[-1])
@@ -273,9 +274,11 @@ def phase_change(run: dict, part: int = 8) -> dict:
               "score_start": float(score[0]), "score_end": float(score[-1]),
               "score_jump": reached(score, 0.5, float(score[0]), float(score[-1])),
               "first_half_start": probe["first_half"][0], "first_half_end": probe["first_half"][-1],
-              "first_half_low": min(probe["first_half"]), "chance": run["history"]["chance"]}
+              "first_half_low": min(probe["first_half"]), "chance": run["history"]["chance"],
+              # the first half's tokens are distinct: a model that tracks what it has seen can reach ln(V - t - 1)
+              "first_half_best": float(np.mean([math.log(run["vocab_size"] - t - 1) for t in range(run["period"] - 1)]))}
     if change["fall_share"] < 0.5 or abs(change["score_jump"] - change["jump"]) > total // 10 or \
-            change["first_half_low"] < change["chance"] - 0.1:
+            change["first_half_low"] < change["first_half_best"] - 0.1:
         raise AssertionError(f"the run shows no phase change as the page describes it: {change}")
     return change
 
@@ -290,8 +293,9 @@ def describe_phase_change(change: dict) -> str:
           b=change["fall_to"], part=change["part"], share=change["fall_share"], fall=change["fall"]),
         _("the induction head's score: {first:.2f} at the start, {last:.2f} at the end, half-way at step {step}",
           first=change["score_start"], last=change["score_end"], step=change["score_jump"]),
-        _("loss on the first half: {first:.2f} at the start, {last:.2f} at the end, never below {low:.2f}",
-          first=change["first_half_start"], last=change["first_half_end"], low=change["first_half_low"]),
+        _("loss on the first half: {first:.2f} at the start, {last:.2f} at the end, never below {low:.2f} "
+          "(the best its distinct random tokens allow: {best:.2f})", first=change["first_half_start"],
+          last=change["first_half_end"], low=change["first_half_low"], best=change["first_half_best"]),
     ])
 
 
@@ -328,12 +332,13 @@ def plot_phase_change(run: dict, change: dict):
         ax.legend(fontsize=SMALLEST - 1, loc="center right")
     return finding(fig, _("The loss on the repeat starts near chance ({start:.2f} nats) and ends at {end:.3f}; "
                           "{share:.0%} of its fall comes between steps {a} and {b}, half-way down at step {jump}. The "
-                          "loss on the first half never goes below {low:.2f} (chance {chance:.2f}). The induction "
+                          "loss on the first half never goes below {low:.2f} (chance {chance:.2f}; the best its "
+                          "random tokens allow {best:.2f}). The induction "
                           "head's score rises from {s0:.2f} to {s1:.2f} at the same time, half-way at step "
                           "{score_jump}.", start=change["start"], end=change["end"], share=change["fall_share"],
                           a=change["fall_from"], b=change["fall_to"], jump=change["jump"], low=change["first_half_low"],
-                          chance=change["chance"], s0=change["score_start"], s1=change["score_end"],
-                          score_jump=change["score_jump"]))
+                          chance=change["chance"], best=change["first_half_best"], s0=change["score_start"],
+                          s1=change["score_end"], score_jump=change["score_jump"]))
 
 
 # --------------------------------------------------------------------------------------
@@ -597,7 +602,8 @@ class _CacheWatch(nn.Module):
 def window_generation(run: dict, times: int = 10, window: int | None = None, shift: int = 1_000_000,
                       prompts: int = 8, seed: int = 3) -> dict:
     """Greedy generation by the trained model from prompts of the training length (``prompts``
-    sequences of ``period`` different tokens and their repeat), continuing the repeat for
+    sequences of :func:`~attention_course.induction.repeated_tokens`: ``period`` distinct tokens and
+    their repeat), continuing the repeat for
     ``times`` training lengths: with chapter 9's ``generate_with_window`` (window ``window``, by
     default the period: the smallest that holds the position after a token's earlier twin) and
     rolling cache, and with chapter 8's ``generate`` (a cache that grows, every earlier position
@@ -609,14 +615,10 @@ def window_generation(run: dict, times: int = 10, window: int | None = None, shi
     period, vocab = run["period"], run["vocab_size"]
     window = window or period
     length = 2 * period
-    if period > vocab:
-        raise ValueError(f"{period} different tokens cannot be drawn from {vocab}")
-    generator = torch.Generator().manual_seed(seed)
-    # each prompt's period of different tokens, then its repeat: every token has one earlier twin per period
-    first = torch.stack([torch.randperm(vocab, generator=generator)[:period] for _prompt in range(prompts)])
-    prompt = torch.cat([first, first], dim=1)
+    # distinct tokens and their repeat (repeated_tokens): every token has one earlier twin per period
+    prompt = repeated_tokens(prompts, period, vocab, torch.Generator().manual_seed(seed))
     new = times * length - length
-    truth = first.repeat(1, times * 2)  # the repeat, continued
+    truth = prompt[:, :period].repeat(1, times * 2)  # the repeat, continued
     model = WindowedModel(run["model"], check=prompt)
     results = {}
     with _one_thread():  # a model this small: one thread is faster, and fights no other process
