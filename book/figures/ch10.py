@@ -118,16 +118,18 @@ def rotary_facts(d_head: int = 64, length: int = 16, shift: int = 1_000_000, bas
 def describe_rotary(facts: dict) -> str:
     """:func:`rotary_facts` as the page prints it."""
     return "\n".join([
-        _("d_head = {d}, base = {base:g}: pair 0 turns by 1 radian per position (a full turn every {fast:.1f} "
-          "positions),", d=facts["d_head"], base=facts["base"], fast=facts["fastest_period"]),
-        "  " + _("the last pair by {slow:.2e} radians (a full turn every {turn:,.0f} positions)",
-                 slow=2 * math.pi / facts["slowest_period"], turn=facts["slowest_period"]),
-        _("scores q_t . k_s at positions 0 .. {last} and at {shift:,} .. {shift_last:,}: largest difference "
-          "{gap:.1e} (scores up to {size:.1f})", last=facts["length"] - 1, shift=facts["shift"],
-          shift_last=facts["shift"] + facts["length"] - 1, gap=facts["relative_gap"], size=facts["score_size"]),
-        _("length of each rotated vector against the original: largest difference {gap:.1e}", gap=facts["norm_gap"]),
+        _("d_head = {d}, base = {base:g}: pair 0 turns by 1 radian per position,", d=facts["d_head"],
+          base=facts["base"]),
+        "  " + _("a full turn every {fast:.1f} positions; the last pair by {slow:.2e} radians,",
+                 fast=facts["fastest_period"], slow=2 * math.pi / facts["slowest_period"]),
+        "  " + _("a full turn every {turn:,.0f} positions", turn=facts["slowest_period"]),
+        _("scores q_t . k_s at positions 0 .. {last} and at {shift:,} .. {shift_last:,}:", last=facts["length"] - 1,
+          shift=facts["shift"], shift_last=facts["shift"] + facts["length"] - 1),
+        "  " + _("largest difference {gap:.1e} (scores up to {size:.1f})", gap=facts["relative_gap"],
+                 size=facts["score_size"]),
+        _("lengths after and before rotating: largest difference {gap:.1e}", gap=facts["norm_gap"]),
         _("halves pairing against adjacent pairs: up to {gap:.2f} apart;", gap=facts["pairings_gap"]),
-        "  " + _("against adjacent pairs applied to the permuted coordinates: {gap:.1e}", gap=facts["permuted_gap"]),
+        "  " + _("against adjacent pairs on the permuted coordinates: {gap:.1e}", gap=facts["permuted_gap"]),
     ])
 
 
@@ -228,17 +230,18 @@ def describe_run(run: dict) -> str:
     """The run's sizes, its time and its last validation losses against chance."""
     history, model = run["history"], run["model"]
     return "\n".join([
-        _("{layers} layers of {heads} heads, d_model = {d}, {params:,} parameters; {vocab} token values, "
-          "period {period} (sequences of {T})", layers=len(model.layers), heads=model.layers[0].num_heads,
-          d=model.embed.embedding_dim, params=sum(p.numel() for p in model.parameters()), vocab=run["vocab_size"],
-          period=run["period"], T=2 * run["period"]),
-        _("each batch's period drawn from {low} to {high}; {steps} steps, {cpu:.1f} s of CPU on {device}",
-          low=run["min_period"], high=run["period"], steps=history["steps_done"], cpu=run["cpu_seconds"],
-          device=history["device"]),
-        "  " + _("(and {probe:.1f} s probing the model every {every} steps on {size} sequences of period {period})",
-                 probe=run["probe_cpu_seconds"], every=run["every"], size=run["probe_size"], period=run["period"]),
-        _("held-out loss on the repeat: {repeat:.3f} nats; on the first half: {first:.3f}; chance ln V = {chance:.3f}",
-          repeat=history["valid_repeat_loss"][-1], first=history["valid_first_half_loss"][-1], chance=history["chance"]),
+        _("{layers} layers of {heads} heads, d_model = {d}, {params:,} parameters;", layers=len(model.layers),
+          heads=model.layers[0].num_heads, d=model.embed.embedding_dim,
+          params=sum(p.numel() for p in model.parameters())),
+        "  " + _("a vocabulary of {vocab} tokens, period {period} (sequences of {T})", vocab=run["vocab_size"],
+                 period=run["period"], T=2 * run["period"]),
+        _("{steps} steps, each batch's period drawn from {low} to {high}", steps=history["steps_done"],
+          low=run["min_period"], high=run["period"]),
+        _("training: {cpu:.1f} s of CPU on {device}; probes every {every} steps: {probe:.1f} s",
+          cpu=run["cpu_seconds"], device=history["device"], every=run["every"], probe=run["probe_cpu_seconds"]),
+        _("held-out loss on the repeat: {repeat:.3f} nats, on the first half: {first:.3f};",
+          repeat=history["valid_repeat_loss"][-1], first=history["valid_first_half_loss"][-1]),
+        "  " + _("chance ln V = {chance:.3f}", chance=history["chance"]),
     ])
 
 
@@ -288,14 +291,17 @@ def describe_phase_change(change: dict) -> str:
     return "\n".join([
         _("loss on the repeat: {start:.2f} nats at the start, {end:.3f} at the end (chance {chance:.2f})",
           start=change["start"], end=change["end"], chance=change["chance"]),
-        _("half-way down at step {jump} of {steps}; steps {a} to {b} (1/{part} of the run) hold {share:.0%} of "
-          "the fall ({fall:.2f} nats)", jump=change["jump"], steps=change["steps"], a=change["fall_from"],
-          b=change["fall_to"], part=change["part"], share=change["fall_share"], fall=change["fall"]),
-        _("the induction head's score: {first:.2f} at the start, {last:.2f} at the end, half-way at step {step}",
-          first=change["score_start"], last=change["score_end"], step=change["score_jump"]),
-        _("loss on the first half: {first:.2f} at the start, {last:.2f} at the end, never below {low:.2f} "
-          "(the best its distinct random tokens allow: {best:.2f})", first=change["first_half_start"],
-          last=change["first_half_end"], low=change["first_half_low"], best=change["first_half_best"]),
+        _("half-way down at step {jump} of {steps};", jump=change["jump"], steps=change["steps"]),
+        "  " + _("steps {a} to {b} (1/{part} of the run) hold {share:.0%} of the fall ({fall:.2f} nats)",
+                 a=change["fall_from"], b=change["fall_to"], part=change["part"], share=change["fall_share"],
+                 fall=change["fall"]),
+        _("the induction head's score: {first:.2f} at the start, {last:.2f} at the end,", first=change["score_start"],
+          last=change["score_end"]),
+        "  " + _("half-way at step {step}", step=change["score_jump"]),
+        _("loss on the first half: {first:.2f} at the start, {last:.2f} at the end,", first=change["first_half_start"],
+          last=change["first_half_end"]),
+        "  " + _("never below {low:.2f} (the best its distinct random tokens allow: {best:.2f})",
+                 low=change["first_half_low"], best=change["first_half_best"]),
     ])
 
 
@@ -420,14 +426,14 @@ def describe_other_periods(run: dict, rows: list[dict]) -> str:
     chance = run["history"]["chance"]
     copied = [r["period"] for r in rows if r["loss"] < chance / 2]
     if len(copied) == len(rows):
-        lines.append(_("every period is copied, below half of chance ({half:.2f}): the heads match tokens",
-                       half=chance / 2))
+        lines.append(_("every period is copied, below half of chance ({half:.2f}):", half=chance / 2))
+        lines.append("  " + _("the heads match tokens"))
     elif copied:
         lines.append(_("copied below half of chance ({half:.2f}) at periods {periods} only",
                        half=chance / 2, periods=", ".join(map(str, copied))))
     else:
-        lines.append(_("no other period is copied (all above half of chance, {half:.2f}): the model learned the "
-                       "trained period's offset, not the tokens", half=chance / 2))
+        lines.append(_("no other period is copied (all above half of chance, {half:.2f}):", half=chance / 2))
+        lines.append("  " + _("the model learned the trained period's offset, not the tokens"))
     return "\n".join(lines)
 
 
@@ -488,20 +494,20 @@ def describe_ablation(result: dict) -> str:
     way back to chance."""
     facts = _ablation_facts(result)
     span = result["chance"] - result["baseline"]
-    lines = [_("removing the previous-token head ({name}) takes the loss {share:.0%} of the way back to chance",
+    lines = [_("without the previous-token head ({name}): {share:.0%} of the way to chance",
                name=_head_name(result["previous_head"]), share=facts["previous"]),
-             _("removing the induction head ({name}): {share:.0%}", name=_head_name(result["induction_head"]),
+             _("without the induction head ({name}): {share:.0%}", name=_head_name(result["induction_head"]),
                share=facts["induction"])]
     if facts["others"] is not None:
-        lines.append(_("removing any other head: at most {share:.0%} (a loss of {loss:.3f})", share=facts["others"],
-                       loss=facts["worst_other"]))
+        lines.append(_("without any other single head: at most {share:.0%} (a loss of {loss:.3f})",
+                       share=facts["others"], loss=facts["worst_other"]))
     for role, title in (("previous", _("previous-token")), ("induction", _("induction"))):
         group = result["together"][role]
         if len(group["heads"]) > 1:
-            lines.append(_("removing together the {n} heads whose {role} score is {at:.1f} or more ({names}): {share:.0%}",
-                           n=len(group["heads"]), role=title, at=result["role"],
-                           names="; ".join(_head_name(h) for h in group["heads"]),
-                           share=(group["loss"] - result["baseline"]) / span))
+            lines.append(_("without the {n} heads whose {role} score is {at:.1f} or more, together:",
+                           n=len(group["heads"]), role=title, at=result["role"]))
+            lines.append("  " + _("{names}: {share:.0%}", names="; ".join(_head_name(h) for h in group["heads"]),
+                                  share=(group["loss"] - result["baseline"]) / span))
     return "\n".join(lines)
 
 
@@ -644,23 +650,29 @@ def window_generation(run: dict, times: int = 10, window: int | None = None, shi
 
 def describe_window_generation(result: dict) -> str:
     """:func:`window_generation` as the page prints it."""
+    def continued(name):
+        return "  " + _("{correct:.1%} of the new tokens continue the repeat, {last:.1%} of the last {length};",
+                        correct=result[f"correct_{name}"], last=result[f"last_{name}"], length=result["length"])
+
     return "\n".join([
-        _("{prompts} prompts of the training length, {length} tokens ({period} different tokens and their repeat); "
-          "{new} new tokens each, to {total} ({times} times the training length)", period=result["period"], prompts=result["prompts"], length=result["length"],
-          new=result["new"], total=result["total"], times=result["times"]),
-        _("window W = {W} and a rolling cache (chapter 9): {correct:.1%} of the new tokens continue the repeat, "
-          "{last:.1%} of the last {length};", W=result["window"], correct=result["correct_window"],
-          last=result["last_window"], length=result["length"]),
+        _("{prompts} prompts of the training length, {length} tokens", prompts=result["prompts"],
+          length=result["length"]),
+        "  " + _("({period} different tokens and their repeat);", period=result["period"]),
+        "  " + _("{new} new tokens each, to {total} ({times} times the training length)", new=result["new"],
+                 total=result["total"], times=result["times"]),
+        _("window W = {W} and a rolling cache (chapter 9):", W=result["window"]),
+        continued("window"),
         "  " + _("at most {cache} positions per layer in the cache; the last position read: {position}",
                  cache=result["cache_max_window"], position=result["position_max_window"]),
-        _("no window, a growing cache (chapter 8): {correct:.1%} of the new tokens, {last:.1%} of the last {length};",
-          correct=result["correct_full"], last=result["last_full"], length=result["length"]),
+        _("no window, a growing cache (chapter 8):"),
+        continued("full"),
         "  " + _("the cache grows to {cache} positions", cache=result["cache_max_full"]),
         _("with the window, {better:.1f} points more of the new tokens continue the repeat",
           better=100 * (result["correct_window"] - result["correct_full"]))
         if result["correct_window"] > result["correct_full"] else
         _("without the window, as many of the new tokens continue the repeat, or more"),
-        _("one window of tokens at positions 0 .. {last} and at {shift:,} .. {shift_last:,}: logits differ by at most "
-          "{gap:.1e} (logits up to {size:.1f})", last=result["window"] - 1, shift=result["shift"],
-          shift_last=result["shift"] + result["window"] - 1, gap=result["shift_gap"], size=result["logit_size"]),
+        _("one window of tokens at positions 0 .. {last} and at {shift:,} .. {shift_last:,}:", last=result["window"] - 1,
+          shift=result["shift"], shift_last=result["shift"] + result["window"] - 1),
+        "  " + _("logits differ by at most {gap:.1e} (logits up to {size:.1f})", gap=result["shift_gap"],
+                 size=result["logit_size"]),
     ])
