@@ -355,8 +355,8 @@ def plot_phase_change(run: dict, change: dict):
 def describe_heads(run: dict) -> str:
     """Every head's two scores after training (fresh sequences), and which is which."""
     layers, heads = run["final_induction"].shape
-    head = padded(_("head"), 18)
-    lines = [f"{head}{padded(_('previous-token'), 16, '>')}{padded(_('induction'), 12, '>')}"]
+    head, previous, induction = padded(_("head"), 18), padded(_("previous-token"), 16, ">"), padded(_("induction"), 12, ">")
+    lines = [f"{head}{previous}{induction}"]
     for layer in range(layers):
         for h in range(heads):
             lines.append(f"{padded(_head_name((layer, h)), 18)}{float(run['final_previous'][layer, h]):16.2f}"
@@ -465,10 +465,11 @@ def ablation(run: dict, role: float = 0.5) -> dict:
 
 def ablation_table(result: dict) -> str:
     """The repeat's loss with each head removed, and how much of the way back to chance it goes."""
-    head = padded(_("head removed"), 18)
-    lines = [f"{head}{padded(_('loss'), 8, '>')}{padded(_('towards chance'), 16, '>')}"]
+    head, loss, towards = padded(_("head removed"), 18), padded(_("loss"), 8, ">"), padded(_("towards chance"), 16, ">")
+    lines = [f"{head}{loss}{towards}"]
     span = result["chance"] - result["baseline"]
-    lines.append(f"{padded(_('none'), 18)}{result['baseline']:8.3f}{0:16.0%}")
+    none = padded(_("none"), 18)
+    lines.append(f"{none}{result['baseline']:8.3f}{0:16.0%}")
     layers, heads = result["losses"].shape
     for layer in range(layers):
         for h in range(heads):
@@ -522,7 +523,7 @@ def plot_ablation(result: dict):
     for role in ("previous", "induction"):
         group = result["together"][role]
         if len(group["heads"]) > 1:
-            bars.append(("+".join(f"L{l} H{h}" for l, h in group["heads"]), group["loss"], True))
+            bars.append(("\n+ ".join(f"L{l} H{h}" for l, h in group["heads"]), group["loss"], True))
     fig, ax = plt.subplots(figsize=(WIDTH * 0.8, 3.3), constrained_layout=True)
     drawn = ax.bar(range(len(bars)), [value for _name, value, _found in bars], color="#9db4d9", edgecolor="#333333")
     for bar, (_name, _value, found) in zip(drawn, bars):
