@@ -143,3 +143,20 @@ def test_the_training_cells_cover_the_run(assignment):
     assert f"pause_every={name}.steps_per_cell" in _cell(nb, "train").source
     assert all(_cell(nb, i).source.startswith("history.resume()") for i in ids[1:])
     assert "steps_done" in _cell(nb, ids[-1]).source
+
+
+def test_training_budget_holds_a_loss_under_its_bar(monkeypatch, capsys):
+    """Chapter 10's score is a loss: a run clears its bar from below, by MARGINS["ch10"] nats."""
+    from benchmarks import training_budget
+
+    losses = {0: 0.03, 1: 0.05}
+    monkeypatch.setattr(training_budget, "train_chapter", lambda chapter, seed, order: {
+        "cpu_seconds": 9.0, "seconds": 1.0, "steps": 10, "score": losses[seed] + 0.3 * (order == "shuffled")})
+    assert main(["--chapters", "ch10", "--seeds", "0", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "ch10 solution seed 1: 10 steps in 9.0 CPU s (1.0 s wall); held-out repeat loss 0.050 nats (bar 0.500 nats)" in out
+    assert "highest held-out repeat loss 0.050 nats, 0.450 nats under the bar of 0.500 nats" in out
+    # shuffled, seed 1: 0.35 nats, 0.15 under the bar: less than the margin of 0.25
+    assert main(["--chapters", "ch10", "--seeds", "0", "1", "--orders", "all"]) == 1
+    assert capsys.readouterr().out.strip().endswith("budget: less than 3 points (ch10: 0.25 nats) beyond the bar: ch10; "
+                                                    "all within 20 CPU s")

@@ -51,8 +51,8 @@ def apply_rotary(x, positions, base=10000.0):
         base: the base of the frequencies, as in rotary_angles.
 
     Returns:
-        A tensor like x (same shape, dtype and device): pair i = (x[..., 2i], x[..., 2i+1]) turned by the angle
-        phi = position * theta_i of rotary_angles(positions, d_head, base), to
+        A tensor like x (same shape, dtype and device): pair i = (x[..., 2i], x[..., 2i+1]) turned by its angle,
+        position * theta_i from rotary_angles(positions, d_head, base), written phi here, to
         (x_2i cos phi - x_2i+1 sin phi,  x_2i sin phi + x_2i+1 cos phi).
         cos and sin are computed in float64 and then cast to x's dtype (positions of a million stay exact).
         ADJACENT pairs, as in RoFormer (Su et al., 2021): not the halves (x_i, x_(i + d/2)) of GPT-NeoX and Llama.
@@ -142,7 +142,7 @@ class AttentionOnlyTransformer(nn.Module):
 
     forward(tokens, head_mask=None) -> (logits, patterns):
         tokens: (B, T) long. x = embed(tokens); for each layer l, x = x + layer_l(x, head_mask=head_mask[l])[0];
-        logits = unembed(x), (B, T, vocab_size).
+        then the logits, unembed(x), (B, T, vocab_size).
         head_mask: None or (num_layers, num_heads) float, row l passed to layer l (0 removes a head).
         patterns: (num_layers, B, num_heads, T, T), each layer's attention_weights of this call.
         The hidden tests load known weights and compare with an independent formula (other sizes,
