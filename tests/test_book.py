@@ -865,6 +865,21 @@ def test_theme_labels_are_translated_in_attributes_only():
         '<p title="Main menu">Main</p></nav>')
 
 
+def test_buttons_are_named_by_the_words_they_show():
+    """WCAG 2.5.3 (axe's label-content-name-mismatch, which the browser test runs on every page):
+    the theme's search button is named by all it shows, its colour-mode icons add no words."""
+    from course_theme import name_by_shown_words
+
+    page = ('<button class="btn search-button-field search-button__button" title="搜索" aria-label="搜索" '
+            'data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>\n'
+            ' <span class="search-button__default-text">搜索</span>\n <span class="search-button__kbd-shortcut">'
+            '<kbd class="kbd-shortcut__modifier">Ctrl</kbd>+<kbd class="kbd-shortcut__modifier">K</kbd></span>\n</button>'
+            '<button class="btn theme-switch-button" aria-label="Color mode">'
+            '<i class="theme-switch fa-solid fa-sun fa-lg" data-mode="light" title="Light"></i></button>')
+    named = name_by_shown_words(page)
+    assert named == page.replace('aria-label="搜索"', 'aria-label="搜索 Ctrl+K"').replace(' title="Light"', ""), named
+
+
 @pytest.mark.slow
 def test_language_switch_leads_to_the_same_page_in_the_other_language(html):
     """One switch on every page of both editions, a relative link (offline, under any baseurl)
