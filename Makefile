@@ -169,9 +169,12 @@ bench-coordinator: $(STAMP) system
 # ratio). Then chapter 9: peak memory and time of tiled attention against the plain formula and
 # PyTorch's flash and math kernels for T up to 8k (and on CUDA when present), and chapter 8's GPT
 # with 4, 2 and 1 key-value heads: cache bytes per token and held-out exact match over 3 seeds.
+# Then chapter 10: the induction model over 5 seeds (training time, the phase change's step, the two
+# heads and their ablation) and its generation for 50 training lengths with and without chapter 9's window.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.transformer
 	$(BIN)/python -m benchmarks.attention_at_scale
+	$(BIN)/python -m benchmarks.what_attention_learns
 
 # The chapters' graded trainings: the reference solution trained from its recipe
 # (attention_course/recipes.py) on one CPU thread for seeds 0, 1, 2: CPU seconds and the

@@ -4,3 +4,9 @@ May import: attention_course and third-party packages (numpy, torch, matplotlib,
 """
 
 __version__ = "0.1.0"
+
+# a Jupyter kernel speaks the language of its notebook, whatever cell imports the package first
+# (after a restart, the set-up cell): attention_course.i18n.follow_notebook
+from attention_course import i18n as _i18n  # noqa: E402
+
+_i18n.follow_notebook()

@@ -12,6 +12,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     'GroupedQueryAttention': ('torch.nn.functional.scaled_dot_product_attention', 'torch.nn.MultiheadAttention', 'torch.nn.functional.multi_head_attention_forward',),
     'LayerNorm': ('torch.nn.functional.layer_norm', 'torch.nn.LayerNorm', 'torch.layer_norm',),
     'MultiHeadAttention': ('torch.nn.MultiheadAttention', 'torch.nn.functional.multi_head_attention_forward',),
+    'RotaryCausalSelfAttention': ('torch.nn.functional.scaled_dot_product_attention', 'torch.nn.MultiheadAttention', 'torch.nn.functional.multi_head_attention_forward',),
     'TiledAttention': ('torch.nn.functional.scaled_dot_product_attention', 'torch.autograd.grad', 'torch.Tensor.backward',),
     'Transformer': ('torch.nn.Transformer',),
     'TransformerDecoder': ('torch.nn.TransformerDecoder', 'torch.nn.Transformer',),

@@ -1,11 +1,13 @@
 """The language of what the course package says to a learner: English unless a notebook asks.
 
-A Chinese notebook's first cell calls ``use_language("zh_CN")``. From then on, in that kernel,
+A Chinese notebook's first cell calls ``use_language("zh_CN")``; a kernel that was not told
+(restarted, then run from any other cell) reads the language from the notebook it runs, as the
+grader does (:func:`follow_notebook`, when the package is imported). From then on, in that kernel,
 the checks' failure messages, the mistakes they name and the package's other words come from
 the catalog compiled from ``locale/zh_CN/LC_MESSAGES/messages.po`` (into ``attention_course/locale/``
 by ``make install``, and into every chapter's wheel): the standard library's ``gettext``, nothing
 else at run time. Nothing is guessed from the machine: a kernel that never calls
-``use_language`` speaks English, whatever its locale.
+``use_language`` and runs no notebook that names a language speaks English, whatever its locale.
 
 The test cells' own words are written in the notebook, in English: the ``name=`` given to a
 check (``checks.check_close(..., name="softmax of a float32 array")``) or to a test's own
@@ -24,8 +26,12 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import contextlib
 import copy
+import functools
 import gettext as _gettext
+import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -39,7 +45,9 @@ METADATA_KEY = "attention_course"
 DOMAIN = "messages"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
-_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations(), "helpers": {}}
+_active: dict = {"language": ENGLISH, "translation": _gettext.NullTranslations(), "helpers": {}, "told": False}
+#: a notebook file larger than this is not read for its language (a learner's notebook is far smaller)
+_LARGEST_NOTEBOOK = 64 * 2**20
 
 
 def supported(code: object) -> str:
@@ -73,15 +81,114 @@ def catalog(code: str, localedir: Path = LOCALE_DIR, domain: str = DOMAIN) -> _g
     return found
 
 
-def use_language(code: str, translation: _gettext.NullTranslations | None = None) -> str:
+def use_language(code: str, translation: _gettext.NullTranslations | None = None) -> None:
     """Speak ``code`` (``"zh_CN"``; ``"en"`` or anything unknown: English) from now on in this
-    process; return the language taken. ``translation`` replaces the package's own catalog (the
-    grader passes its own, which holds the hidden tests' words too). In an IPython kernel, the
-    cells run after this call get their test messages translated (:func:`translate_tree`)."""
+    process (:func:`language` says which was taken). ``translation`` replaces the package's own
+    catalog (the grader passes its own, which holds the hidden tests' words too). In an IPython
+    kernel, the cells run after this call get their test messages translated (:func:`translate_tree`).
+    Returns nothing: the notebook's first cell shows no output for it."""
+    _speak(code, translation)
+    _active["told"] = True
+
+
+def _speak(code: str, translation: _gettext.NullTranslations | None = None) -> None:
     code = supported(code)
     _active["language"] = code
     _active["translation"] = translation if translation is not None else catalog(code)
     _install_cell_translator(code != ENGLISH)
+    _documented.clear()
+    translate_docs()
+
+
+# ----------------------------------------------------------------------------- what help() shows
+
+#: the course package's modules whose docstrings are in the language spoken, and the English ones
+_documented: set = set()
+_english_docs: dict = {}
+#: modules whose docstrings are not a learner's to read in a notebook (the course's solutions: the catalogs
+#: of the exercises translate those)
+_NOT_READ = ("attention_course.reference",)
+
+
+def doc_paragraphs(doc: str) -> list[str]:
+    """A docstring's paragraphs (``inspect.cleandoc``'s text cut at blank lines): each is one entry
+    of the catalog."""
+    import inspect
+
+    return [p for p in inspect.cleandoc(doc).split("\n\n") if p.strip()]
+
+
+def translated_doc(doc: str | None, translate: Callable[[str], str] | None = None) -> str | None:
+    """``doc`` with each paragraph translated, or None when the catalog translates none of them
+    (a paragraph of code alone is its own translation)."""
+    translate = translate or gettext
+    if not doc:
+        return None
+    paragraphs = doc_paragraphs(doc)
+    done = [translate(p) for p in paragraphs]
+    return "\n\n".join(done) if any(t != p for t, p in zip(done, paragraphs)) else None
+
+
+def translate_docs() -> None:
+    """Give the functions and classes of the course package's modules imported so far the
+    docstrings of the language spoken (:func:`use_language`), where the catalog holds every
+    paragraph of one (those the notebooks invite a learner to read, ``help(train_seq2seq)``); the
+    English ones back in English. Run when the language changes and before each cell of a kernel
+    that speaks another language (a module the cell imported is then done for the next one)."""
+    for name, module in list(sys.modules.items()):
+        if (not name.startswith("attention_course.") or name.startswith(_NOT_READ) or name in _documented
+                or module is None):
+            continue
+        _documented.add(name)
+        for obj in list(vars(module).values()):
+            if not (callable(obj) and getattr(obj, "__module__", None) == name):
+                continue
+            english = _english_docs.setdefault(obj, getattr(obj, "__doc__", None))
+            chinese = translated_doc(english) if _active["language"] != ENGLISH else None
+            with contextlib.suppress(AttributeError, TypeError):
+                obj.__doc__ = chinese or english
+
+
+def notebook_file() -> Path | None:
+    """The notebook file this IPython kernel runs, where its front end names it: Jupyter's server
+    (``JPY_SESSION_NAME`` in the kernel's environment, ipykernel's ``__session__``: kept across a
+    restart) or VS Code (``__vsc_ipynb_file__``); None outside a kernel or when none names an
+    existing ``.ipynb``."""
+    shell = _running_shell()
+    names = getattr(shell, "user_ns", None)
+    if not isinstance(names, dict):
+        return None
+    for candidate in (names.get("__vsc_ipynb_file__"), names.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(candidate, str) and candidate.endswith(".ipynb"):
+            path = Path(candidate)
+            try:
+                if path.is_file():
+                    return path
+            except OSError:
+                continue
+    return None
+
+
+def follow_notebook() -> str | None:
+    """In a kernel nobody told a language (:func:`use_language`), speak the language of the
+    notebook it runs (:func:`notebook_file`), read from its metadata as the grader reads it
+    (:func:`notebook_language`): a Chinese notebook's kernel, restarted and run from its set-up
+    cell or any later one, speaks Chinese. Returns the language taken, None when there is no
+    notebook to read (then nothing changes). Never raises."""
+    if _active["told"]:
+        return None
+    path = notebook_file()
+    if path is None:
+        return None
+    try:
+        if path.stat().st_size > _LARGEST_NOTEBOOK:
+            return None
+        metadata = json.loads(path.read_text(encoding="utf-8")).get("metadata")
+    except (OSError, ValueError, AttributeError):
+        return None
+    code = notebook_language(metadata)
+    if code != _active["language"]:
+        _speak(code)
     return code
 
 
@@ -222,6 +329,126 @@ def _words(tree: ast.AST, prints: bool, helpers: Helpers, free: frozenset = froz
     return found, words
 
 
+#: matplotlib's calls whose first argument is a figure's words, and those whose ``label=`` is (a legend's entry)
+_FIGURE_TEXT_CALLS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "supxlabel", "supylabel", "title", "xlabel",
+                      "ylabel"}
+_LABELLED_CALLS = {"plot", "scatter", "bar", "barh", "hist", "step", "stairs", "fill_between", "axhline", "axvline",
+                   "errorbar", "semilogx", "semilogy", "loglog", "imshow"}
+
+
+def figure_texts(tree: ast.AST) -> list[ast.expr]:
+    """The string literals and f-strings that are the words of a figure a cell draws with
+    matplotlib: a title's, an axis label's (``ax.set_xlabel("bandwidth h")``), a legend entry's
+    (``ax.plot(x, y, label="truth")``). Translated as the cell runs, where the figure can draw
+    them (:func:`attention_course.plotting.figure_words`: a CJK font)."""
+    roots = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _FIGURE_TEXT_CALLS:
+                roots += node.args[:1]
+            if node.func.attr in _LABELLED_CALLS:
+                roots += [kw.value for kw in node.keywords if kw.arg == "label"]
+    texts: list = []
+    for root in roots:
+        _text_parts(root, texts, [])
+    return texts
+
+
+def _figures_speak() -> bool:
+    """Whether a figure drawn now can say its words in the language spoken (matplotlib is then set
+    up to draw them): :func:`figure_words`."""
+    try:
+        return figure_words()
+    except ImportError:  # no matplotlib: no figure to translate
+        return False
+
+
+# ----------------------------------------------------------------------------- the words of figures
+
+#: Chinese fonts a figure may fall back on: the book's own first (Debian's fonts-wqy-microhei, as
+#: book/_ext/translated_outputs.py draws the Chinese book's figures), then the usual ones of other systems
+CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
+             "Microsoft YaHei", "SimHei", "PingFang SC", "Hiragino Sans GB", "Heiti SC", "Arial Unicode MS")
+
+
+@functools.cache
+def cjk_font() -> str | None:
+    """The first of :data:`CJK_FONTS` matplotlib can draw with on this machine, found as the book
+    finds its font: in matplotlib's list of fonts, else in the system's font folders (matplotlib's
+    cached list never sees a font installed after it was written: such a font is registered by
+    its path); None when there is none."""
+    from matplotlib import font_manager, ft2font  # here: the tests' words need no matplotlib
+
+    manager = font_manager.fontManager
+    known = {font.name for font in manager.ttflist}
+    found = next((name for name in CJK_FONTS if name in known), None)
+    if found is None:
+        for path in font_manager.findSystemFonts():
+            try:
+                first = ft2font.FT2Font(path)
+                faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
+            except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
+                continue
+            if {face.family_name for face in faces} & set(CJK_FONTS):
+                manager.addfont(path)
+        known = {font.name for font in manager.ttflist}
+        found = next((name for name in CJK_FONTS if name in known), None)
+    return found
+
+
+_noted: set = set()  # the languages whose learner was told that the figures stay English
+
+
+def figure_words() -> bool:
+    """Whether a figure drawn now says its words translated: in English, no (they are English);
+    in Chinese, where a CJK font is found (:func:`cjk_font`), which matplotlib then falls back on
+    for every text (the Latin letters keep their own font). Where none is, the figures keep their
+    English words (never boxes for missing glyphs) and the learner is told so once, in Chinese."""
+    language = _active["language"]
+    if language == ENGLISH:
+        return False
+    import matplotlib  # here: the tests' words need no matplotlib
+
+    font = cjk_font()
+    if font is None:
+        if language not in _noted:
+            _noted.add(language)
+            print(gettext("no Chinese font on this machine, so the figures' words stay English (install one "
+                          "of {fonts}, then restart the kernel)").format(fonts=", ".join(CJK_FONTS[:3])))
+        return False
+    family = list(matplotlib.rcParams["font.family"])
+    if font not in family:
+        matplotlib.rcParams["font.family"] = [*family, font]
+    return True
+
+
+def figure_text(english: str) -> str:
+    """A word of one of the package's figures (a title, a label, a legend's entry): translated
+    when :func:`figure_words` allows, else the English. An f-string's text is formatted after:
+    ``figure_text("{n} steps").format(n=n)``."""
+    return gettext(english) if figure_words() else english
+
+
+
+
+def _clause(key: ast.expr | None) -> bool:
+    """A string or an f-string with a space in its text: a clause, not a name."""
+    if isinstance(key, ast.Constant):
+        return isinstance(key.value, str) and " " in key.value
+    return isinstance(key, ast.JoinedStr) and any(
+        isinstance(v, ast.Constant) and " " in v.value for v in key.values)
+
+
+def mistake_texts(tree: ast.AST) -> list[ast.expr]:
+    """The keys (string literals and f-strings: ``f"... sqrt({D}) ..."``) of every dict display
+    whose keys are all clauses: the mistakes a test names to ``checks.check_close(likely=...)``
+    (directly, or through a variable or a helper that returns them). Words, translated in place as
+    a check's ``name=`` is, so that an f-string's values fill the translation's placeholders; a
+    dict with a key that is not a clause (``{"qkv": ..., "every third": ...}``) is a table, left alone."""
+    return [key for node in ast.walk(tree) if isinstance(node, ast.Dict) and node.keys
+            and all(_clause(k) for k in node.keys) for key in node.keys]
+
+
 def message_parameters(tree: ast.AST, known: Helpers | None = None) -> Helpers:
     """The functions ``tree`` defines whose parameters go only into the text of a message, e.g.
     ``def check_rule(largest, allowed, name): assert ..., f"{name} created ..."``: what a test
@@ -293,7 +520,8 @@ def _translated_fstring(text: ast.JoinedStr, translated: str) -> list | None:
 
 def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
                    helpers: Helpers | None = None) -> ast.AST:
-    """``tree`` (changed in place) with the strings of :func:`message_texts` translated by
+    """``tree`` (changed in place) with the strings of :func:`message_texts`,
+    :func:`mistake_texts` and (where a figure can draw them) :func:`figure_texts` translated by
     ``translate`` (default: :func:`gettext`). ``helpers``: the test's own helpers defined in other
     cells (:func:`message_parameters`); by default those of the cells translated so far in this
     process (a kernel's, the grader's), to which this tree's are added."""
@@ -301,7 +529,10 @@ def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
     if helpers is None:
         helpers = _active["helpers"]
         helpers.update(message_parameters(tree, helpers))
-    for text in message_texts(tree, helpers=helpers):
+    figures = figure_texts(tree)
+    if figures and not _figures_speak():
+        figures = []
+    for text in message_texts(tree, helpers=helpers) + mistake_texts(tree) + figures:
         key = msgid(text)
         translated = translate(key)
         if translated == key:
@@ -333,6 +564,7 @@ class CellTranslator(ast.NodeTransformer):
 
     def visit(self, node: ast.AST) -> ast.AST:
         try:
+            translate_docs()  # the modules an earlier cell imported
             return translate_tree(node)
         except Exception:  # noqa: BLE001 - a translation must never stop a learner's cell
             return node

@@ -1,4 +1,5 @@
-"""Plotting helpers shared by the book's figures and the notebooks."""
+"""Plotting helpers shared by the book's figures and the notebooks (their words in the language of
+the messages: :func:`attention_course.i18n.figure_text`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from attention_course.i18n import figure_text, figure_words
 
 def to_numpy(x) -> np.ndarray:
     """A NumPy copy of an array or tensor (detached, on the CPU)."""
@@ -18,8 +20,8 @@ def to_numpy(x) -> np.ndarray:
 def show_heatmaps(
     matrices,
     *,
-    xlabel: str = "keys",
-    ylabel: str = "queries",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
     titles: Sequence[str] | None = None,
     cmap: str = "Reds",
     figsize: tuple[float, float] | None = None,
@@ -29,8 +31,12 @@ def show_heatmaps(
     """Draw a grid of heat maps, one per ``matrices[i, j]`` of shape ``(rows, cols, n, m)``.
 
     A 2-D input is one map, a 3-D input one row of maps. Returns the figure. Rows of the
-    maps are queries, columns are keys, the convention of the whole course.
+    maps are queries, columns are keys, the convention of the whole course (the labels by
+    default: "keys", "queries", in the messages' language, :func:`figure_text`).
     """
+    figure_words()  # before the figure's texts are made: they take their font then
+    xlabel = figure_text("keys") if xlabel is None else xlabel
+    ylabel = figure_text("queries") if ylabel is None else ylabel
     data = to_numpy(matrices)
     while data.ndim < 4:
         data = data[None]

@@ -174,20 +174,23 @@ def plot_loss(history: dict, title: str | None = None):
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from attention_course.i18n import figure_text, figure_words
+
+    figure_words()  # before the figure's texts are made: they take their font then
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     loss = np.asarray(history["loss"])
-    ax.plot(history["step"], loss, color="0.75", linewidth=0.8, label="training loss (one batch)")
+    ax.plot(history["step"], loss, color="0.75", linewidth=0.8, label=figure_text("training loss (one batch)"))
     window = 25
     if len(loss) > window:
         smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
-        ax.plot(history["step"][window - 1:], smooth, label=f"training loss (mean of {window} steps)")
+        ax.plot(history["step"][window - 1:], smooth, label=figure_text("training loss (mean of {window} steps)").format(window=window))
     if history.get("valid_loss"):
-        ax.plot(history["valid_step"], history["valid_loss"], "o-", label="validation loss")
+        ax.plot(history["valid_step"], history["valid_loss"], "o-", label=figure_text("validation loss"))
     ax.set_yscale("log")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("cross-entropy per token (nats)")
-    ax.set_title(title or f"{history.get('steps_done', len(loss))} steps, {history.get('seconds', 0):.0f} s "
-                 f"on {history.get('device', '?')}")
+    ax.set_xlabel(figure_text("training step"))
+    ax.set_ylabel(figure_text("cross-entropy per token (nats)"))
+    ax.set_title(title or figure_text("{steps} steps, {seconds:.0f} s on {device}").format(
+        steps=history.get("steps_done", len(loss)), seconds=history.get("seconds", 0), device=history.get("device", "?")))
     ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
@@ -198,8 +201,10 @@ def plot_alignment(weights, sources, predictions, max_cols: int = 3):
     the decoder: rows are the output characters, columns the input characters."""
     import matplotlib.pyplot as plt
 
+    from attention_course.i18n import figure_text, figure_words
     from attention_course.plotting import to_numpy
 
+    figure_words()  # before the figure's texts are made: they take their font then
     count = min(len(sources), max_cols)
     fig, axes = plt.subplots(1, count, figsize=(4.2 * count, 3.6), squeeze=False)
     for k in range(count):
@@ -209,9 +214,9 @@ def plot_alignment(weights, sources, predictions, max_cols: int = 3):
         ax.imshow(w, cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto")
         ax.set_xticks(range(len(src)), list(src.replace(" ", "␣")), fontsize=8)
         ax.set_yticks(range(w.shape[0]), list(predictions[k]) + ["⟨eos⟩"], fontsize=8)
-        ax.set_xlabel("source character")
+        ax.set_xlabel(figure_text("source character"))
         if k == 0:
-            ax.set_ylabel("output character")
+            ax.set_ylabel(figure_text("output character"))
         ax.set_title(repr(src), fontsize=9)
     fig.tight_layout()
     return fig

@@ -90,6 +90,7 @@ OPERATIONS: frozenset[str] = frozenset("""
     slice narrow split split_with_sizes chunk unbind alias detach lift_fresh lift_fresh_copy as_strided diagonal
     movedim flatten unflatten contiguous clone _to_copy to copy flip roll repeat repeat_interleave tile unfold diag
     diag_embed broadcast_to broadcast_tensors tril triu tril_indices triu_indices meshgrid
+    view_as_complex view_as_real complex polar real imag
     empty empty_like empty_strided zeros zeros_like ones ones_like full full_like new_empty new_empty_strided new_full
     new_zeros new_ones arange linspace logspace eye scalar_tensor randn rand randint randperm randn_like rand_like
     randint_like normal uniform bernoulli multinomial fill zero

@@ -93,7 +93,7 @@ def fit(
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=num_steps, initial=first - 1, desc="training", unit="step")
+            bar = tqdm(total=num_steps, initial=first - 1, desc=gettext("training"), unit=gettext("step"))
         threads = torch.get_num_threads()
         if device.type == "cpu":
             torch.set_num_threads(1)

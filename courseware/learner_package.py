@@ -130,7 +130,7 @@ INSTALL_TAG = "install"
 _INSTALL_SOURCE = '''\
 # Run this cell first. It installs this chapter's course package (attention_course) when it is
 # missing, once; where the package is already importable (a clone of the course, a JupyterHub,
-# the grader) it does nothing.
+# the grader) it installs nothing.
 import importlib.metadata, importlib.util, pathlib, subprocess, sys
 
 COURSE_WHEEL = {wheel}
@@ -168,7 +168,9 @@ install_course_package()'''
 # messages (attention_course.i18n), the package being there.
 _LANGUAGE_SOURCE = '''
 
-# The course package's messages (what a failing test says) in the language of this notebook.
+# The course package's messages (what a failing test says) in the language of this notebook. After
+# a restart of the kernel the package reads it from the notebook by itself where Jupyter or VS Code
+# tells the kernel which notebook it runs; elsewhere (Colab), run this cell again after a restart.
 from attention_course.i18n import use_language
 
 use_language({language})'''

@@ -14,7 +14,8 @@ removed one is kept as obsolete), then lists what is left to translate. What goe
 A test's words are the strings :func:`attention_course.i18n.message_texts` finds in the course
 and test cells of ``solutions/`` (a check's ``name=``, an ``assert``'s message...: what
 :func:`attention_course.i18n.translate_source` translates), and the mistakes the tests name to
-``checks.check_close(likely=...)`` (the keys of a dict of such clauses). A string that is code
+``checks.check_close(likely=...)`` (the keys, strings or f-strings, of a dict of such clauses:
+:func:`attention_course.i18n.mistake_texts`). A string that is code
 alone (``"softmax(x + 1000)"``) stays as it is and is not listed.
 """
 
@@ -36,7 +37,7 @@ from autograder import catalogs
 from layout import REPO, SOLUTIONS, regions
 
 MISTAKE_NOTE = ("a mistake a check names: it completes the sentence "
-                "“This is exactly what you get if …” (in Chinese: “这正是……时得到的结果。”)")
+                "“This is exactly what you get if …” (in Chinese: “这恰好是以下错误的结果：……。”, a clause)")
 _PROJECT = "attention-course"
 HEADERS = {"messages": "what the course package and the notebooks' visible tests say to a learner",
            "autograder": "the feedback page's words, the grader's notes and the hidden tests' words"}
@@ -69,15 +70,6 @@ def worth_translating(text: str) -> bool:
     return False
 
 
-def _mistakes(tree: ast.AST) -> Iterator[ast.Constant]:
-    """The keys of every dict whose keys are all clauses (strings with a space): the mistakes a
-    test names to ``check_close(likely=...)``, which the check translates when it names one."""
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Dict) and node.keys
-                and all(isinstance(k, ast.Constant) and isinstance(k.value, str) and " " in k.value for k in node.keys)):
-            yield from node.keys
-
-
 def _tree(source: str) -> ast.AST | None:
     lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     try:
@@ -94,7 +86,8 @@ def cell_words(source: str, prints: bool = True, helpers: i18n.Helpers | None = 
     if tree is None:
         return []
     found = [(i18n.msgid(t), False) for t in i18n.message_texts(tree, prints, helpers)] + [
-        (k.value, True) for k in _mistakes(tree)]
+        (i18n.msgid(k), True) for k in i18n.mistake_texts(tree)] + [
+        (i18n.msgid(t), False) for t in i18n.figure_texts(tree)]
     return [(text, mistake) for text, mistake in found if worth_translating(text)]
 
 
@@ -136,6 +129,35 @@ def notebook_words(part: str) -> Iterator[tuple[Path, int, str, str, bool]]:
             yield path, index, grade_id, text, mistake
 
 
+#: how a notebook's Markdown names a function or class of the course package for the learner to read:
+#: ``attention_course.seq2seq.train_seq2seq``, or "`MaskedGPT` (in `attention_course.masked_gpt`"
+_NAMED = re.compile(r"attention_course\.(?!reference\b)(\w+)\.(\w+)|`(\w+)` \(in `attention_course\.(?!reference\b)(\w+)`")
+DOC_NOTE = ("a paragraph of the docstring of {name}, which a notebook invites the learner to read (help() shows "
+            "it in the notebook's language): keep its ``code`` and its lines' items")
+
+
+def named_docs() -> Iterator[tuple[str, str, Path, int]]:
+    """``(dotted name, paragraph, notebook, cell index)`` of the docstrings of the package's
+    functions and classes that the notebooks' Markdown names (:data:`_NAMED`): a learner is
+    invited to read them, so ``help()`` shows them in the notebook's language
+    (:func:`attention_course.i18n.translate_docs`)."""
+    import importlib
+
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] != "markdown":
+                continue
+            for match in _NAMED.finditer("".join(cell["source"])):
+                module, name = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+                try:
+                    obj = getattr(importlib.import_module(f"attention_course.{module}"), name)
+                except (ImportError, AttributeError):
+                    continue
+                if callable(obj) and getattr(obj, "__module__", None) == f"attention_course.{module}" and obj.__doc__:
+                    for paragraph in i18n.doc_paragraphs(obj.__doc__):
+                        yield f"attention_course.{module}.{name}", paragraph, path, index
+
+
 def _python_words(paths: list[Path], keywords: dict) -> Iterator[tuple[Path, int, str, list[str]]]:
     for path in paths:
         with open(path, "rb") as f:
@@ -148,7 +170,7 @@ def template(domain: str) -> Catalog:
     catalog = Catalog(project=_PROJECT, charset="utf-8", fuzzy=False)
     if domain == catalogs.PACKAGE_DOMAIN:
         package = [p for p in sorted((REPO / "attention_course").rglob("*.py")) if "reference" not in p.parts]
-        python = [*_python_words(package, {"_": None, "gettext": None}),
+        python = [*_python_words(package, {"_": None, "gettext": None, "figure_text": None}),
                   *_python_words([REPO / "autograder" / "chapter_view.py"], {"N_": None})]
         part = "visible"
     else:
@@ -157,6 +179,12 @@ def template(domain: str) -> Catalog:
         part = "hidden"
     for path, lineno, message, comments in python:
         catalog.add(message, locations=[(path.relative_to(REPO).as_posix(), lineno)], auto_comments=comments)
+    if domain == catalogs.PACKAGE_DOMAIN:
+        for name, paragraph, path, index in named_docs():
+            existing = catalog.get(paragraph)
+            catalog.add(paragraph, locations=[(path.relative_to(REPO).as_posix(), index + 1)],
+                        auto_comments=list(dict.fromkeys((existing.auto_comments if existing else [])
+                                                         + [DOC_NOTE.format(name=name)])))
     for path, index, grade_id, text, mistake in notebook_words(part):
         note = [f"{grade_id}" + (f": {MISTAKE_NOTE}" if mistake else "")]
         existing = catalog.get(text)

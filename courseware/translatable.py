@@ -632,13 +632,13 @@ def hidden_lines(source: str) -> set[int]:
 def code_pieces(source: str, comments_only: bool = False) -> list[Piece]:
     """The pieces of a code cell that a learner reads, in the cell's order: docstrings, comments,
     the strings it prints or raises (none inside a solution region). ``comments_only`` (a test
-    cell, whose strings are translated as it runs): its comments, outside its hidden regions."""
+    cell, whose messages are translated as it runs): its comments and its helpers' docstrings
+    (they explain what a failure means), outside its hidden regions."""
     lines = source.splitlines()
     starts = _line_starts(source)
-    skip = solution_lines(source)
-    if comments_only:
-        return _comment_pieces(source, lines, starts, skip | hidden_lines(source))
-    tree = ast.parse(source)
+    skip = solution_lines(source) | (hidden_lines(source) if comments_only else set())
+    tree = ast.parse("\n".join("pass" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)) \
+        if comments_only else ast.parse(source)
     pieces: list[Piece] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
@@ -647,7 +647,8 @@ def code_pieces(source: str, comments_only: bool = False) -> list[Piece]:
                 where = "the cell's docstring" if isinstance(node, ast.Module) else f"docstring of {node.name}"
                 pieces += _docstring_pieces(source, lines, starts, first.value, where, skip)
     pieces += _comment_pieces(source, lines, starts, skip)
-    pieces += _string_pieces(source, lines, starts, tree, skip)
+    if not comments_only:
+        pieces += _string_pieces(source, lines, starts, tree, skip)
     return sorted(pieces, key=lambda p: p.start)
 
 

@@ -74,8 +74,9 @@ def is_test_cell(cell) -> bool:
 
 
 def cell_pieces(cell) -> list[Piece]:
-    """What a learner reads in ``cell``: of a test cell, only its comments (what it checks; the
-    code is the test, and its messages are translated as it runs: attention_course.i18n)."""
+    """What a learner reads in ``cell``: of a test cell, only its comments and its helpers'
+    docstrings (what it checks; the code is the test, and its messages are translated as it
+    runs: attention_course.i18n)."""
     if cell.cell_type == "markdown":
         return markdown_pieces(cell.source)
     if cell.cell_type == "code":

@@ -91,7 +91,9 @@ class Page:
 
     def screenshot(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
+        # a PNG encoded for speed (a larger file, the same pixels): about half the browser's CPU time
+        shot = self.call("Page.captureScreenshot", format="png", optimizeForSpeed=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
         return path
 
     def close(self) -> None:

@@ -133,12 +133,14 @@ def _from_files(chapter: str, name: str, is_class: bool) -> str:
 STYLES = {"import": _import, "wrapped": _wrapped, "files": _from_files}
 
 
-def delegated(assignment: str, style: str) -> nbformat.NotebookNode:
+def delegated(assignment: str, style: str | dict[str, str]) -> nbformat.NotebookNode:
     """The source notebook of ``assignment`` with every exercise delegated to the course's
-    solution (``style``: a key of :data:`STYLES`) and every question answered wrong."""
+    solution (``style``: a key of :data:`STYLES`, or a dict giving each exercise its own) and
+    every question answered wrong."""
     nb = copy.deepcopy(nbt.read(nbt.source_notebook(assignment)))
     chapter = chapter_of(assignment)
     classes = dict(_exercises(nb))
+    styles = {name: style if isinstance(style, str) else style[name] for name in classes}
     for cell in nb.cells:
         grade_id = nbt.nbgrader_meta(cell).get("grade_id", "")
         if not nbt.is_solution_cell(cell):
@@ -146,22 +148,36 @@ def delegated(assignment: str, style: str) -> nbformat.NotebookNode:
         if grade_id.startswith("answer_"):
             cell.source = _wrong_answer(cell.source)
         else:
-            cell.source = STYLES[style](chapter, grade_id, classes[grade_id])
-    if style == "files":
-        # a cell the student added: every exercise looked for in one reading of the files
-        nb.cells.insert(0, nbformat.v4.new_code_cell(FIND_IN_FILES + f"\n_STOLEN = _find_course_solutions({sorted(classes)!r})\n"))
+            cell.source = STYLES[styles[grade_id]](chapter, grade_id, classes[grade_id])
+    from_files = sorted(name for name, s in styles.items() if s == "files")
+    if from_files:
+        # a cell the student added: every such exercise looked for in one reading of the files
+        nb.cells.insert(0, nbformat.v4.new_code_cell(FIND_IN_FILES + f"\n_STOLEN = _find_course_solutions({from_files!r})\n"))
     return nb
 
 
-def lay_out_delegations(submissions, assignments_: list[str]) -> list[str]:
-    """One submission per style and assignment, student ``delegate_<style>``; returns the students."""
-    students = []
-    for style in STYLES:
-        student = f"delegate_{style}"
-        students.append(student)
-        for assignment in assignments_:
-            nbt.lay_out(submissions, assignment, {student: delegated(assignment, style)})
-    return students
+def styles_in_turn(assignments_: list[str]) -> dict[str, dict[str, str]]:
+    """assignment -> exercise -> style: the exercises, in the course's order, take the styles of
+    :data:`STYLES` in turn. Every chapter has at least as many exercises as there are styles, so
+    each chapter's package is attacked by every style, on functions and on classes across the course."""
+    turns, turn = {}, 0
+    for assignment in assignments_:
+        turns[assignment] = {}
+        for name, _ in _exercises(nbt.read(nbt.source_notebook(assignment))):
+            turns[assignment][name] = list(STYLES)[turn % len(STYLES)]
+            turn += 1
+    return turns
+
+
+DELEGATE_STUDENT = "delegate"
+
+
+def lay_out_delegations(submissions, assignments_: list[str]) -> str:
+    """Student :data:`DELEGATE_STUDENT`: one submission per assignment whose exercises are delegated
+    by the styles in turn (:func:`styles_in_turn`); returns the student."""
+    for assignment, styles in styles_in_turn(assignments_).items():
+        nbt.lay_out(submissions, assignment, {DELEGATE_STUDENT: delegated(assignment, styles)})
+    return DELEGATE_STUDENT
 
 
 # ----------------------------------------------------------------------------- shortcuts

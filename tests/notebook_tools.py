@@ -265,6 +265,19 @@ def verdicts(run: Run) -> dict[str, bool]:
     return {name: error is None for name, error in run.tests.items()}
 
 
+def test_code(source: str) -> str:
+    """A test cell's code, dumped, with the docstrings of the functions it defines emptied (each
+    stays a docstring): what a translated test cell shares with the English one (its comments and
+    docstrings are translated; every string its messages are built from stays, translated as it runs)."""
+    import ast
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)) and ast.get_docstring(node):
+            node.body[0].value.value = ""
+    return ast.dump(tree)
+
+
 def is_training_cell(cell) -> bool:
     """A ``kernel-only`` cell that does more than define functions and classes: a training
     run (costly), as opposed to a helper such as chapter 3's ``build_model``."""

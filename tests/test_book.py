@@ -865,6 +865,21 @@ def test_theme_labels_are_translated_in_attributes_only():
         '<p title="Main menu">Main</p></nav>')
 
 
+def test_buttons_are_named_by_the_words_they_show():
+    """WCAG 2.5.3 (axe's label-content-name-mismatch, which the browser test runs on every page):
+    the theme's search button is named by all it shows, its colour-mode icons add no words."""
+    from course_theme import name_by_shown_words
+
+    page = ('<button class="btn search-button-field search-button__button" title="搜索" aria-label="搜索" '
+            'data-bs-toggle="tooltip">\n <i class="fa-solid fa-magnifying-glass"></i>\n'
+            ' <span class="search-button__default-text">搜索</span>\n <span class="search-button__kbd-shortcut">'
+            '<kbd class="kbd-shortcut__modifier">Ctrl</kbd>+<kbd class="kbd-shortcut__modifier">K</kbd></span>\n</button>'
+            '<button class="btn theme-switch-button" aria-label="Color mode">'
+            '<i class="theme-switch fa-solid fa-sun fa-lg" data-mode="light" title="Light"></i></button>')
+    named = name_by_shown_words(page)
+    assert named == page.replace('aria-label="搜索"', 'aria-label="搜索 Ctrl+K"').replace(' title="Light"', ""), named
+
+
 @pytest.mark.slow
 def test_language_switch_leads_to_the_same_page_in_the_other_language(html):
     """One switch on every page of both editions, a relative link (offline, under any baseurl)
@@ -1013,7 +1028,8 @@ def test_page_renders_offline_in_a_browser(request, html, doc):
 # once MathJax, the fonts and the pictures are done, a screenshot and the page's requests
 # (test_page_renders_offline_in_a_browser checks them all), and, for a Chinese page, whether a
 # Chinese character is drawn as a tofu box and whether the page is wider than the window; then it
-# clicks the language switch of a few pages, and reads the front page in a phone-wide window.
+# clicks the language switch of a few pages, and reads the front page in a phone-wide window. The
+# architecture pictures of the English chapter pages are measured in the same visit (DIAGRAMS).
 
 #: Waits for the page to settle, then draws each Chinese character of the page as the article's
 #: text is drawn and compares it with a code point no font has (U+0378, unassigned): the same
@@ -1105,7 +1121,8 @@ def _settle(page, expression: str, what: str, timeout: float = 120) -> None:
 @pytest.fixture(scope="session")
 def reading(html, book) -> dict:
     """``pages``: ``{<doc> or zh/<doc>: what READ_PAGE found, with its "dom" and "screenshot"}`` (and
-    ``{doc}@420``, the front page of each edition in a phone-wide window); ``switched``: ``{page: (path, lang)}``
+    ``{doc}@420``, the front page of each edition in a phone-wide window; a page of :func:`diagram_docs` also
+    has its ``"diagrams"``, DIAGRAMS' answer); ``switched``: ``{page: (path, lang)}``
     after clicking its switch; ``remote``: what any of them asked of another site."""
     _require_chromium()
     import cdp
@@ -1127,8 +1144,11 @@ def reading(html, book) -> dict:
                 return page.evaluate(READ_PAGE)
 
             axe = a11y.axe_source()
+            diagrams = diagram_docs()
             for doc in page_docs() + zh_docs():
                 pages[doc] = read(doc)
+                if doc in diagrams:  # at the window's width, before the phone-wide read below
+                    pages[doc]["diagrams"] = page.evaluate(DIAGRAMS)
                 pages[doc]["dom"] = page.evaluate("document.documentElement.outerHTML")
                 # in the same visit: axe's WCAG 2.1 A/AA rules, and the figures' text alternatives
                 pages[doc]["axe"] = a11y.run_axe(page, axe) if axe is not None else None
@@ -1332,22 +1352,16 @@ DIAGRAM_CLASS = re.compile(r"\bdiagram-(draw-[a-z-]+)")
 #: the smallest text of a picture, on the screen, as a share of the body text's size
 MIN_TEXT_SHARE = 0.70
 
-# A page at the size of the other browser tests, in a same-origin frame, so that a script can
-# measure what the browser laid out: each picture's displayed width and the body font size.
-PROBE = """<!doctype html><html><head><meta charset="utf-8"></head><body>
-<iframe id="page" src="site/{doc}.html" style="width:{width}px;height:2000px;border:0"></iframe>
-<pre id="result">not measured</pre>
-<script>
-document.getElementById("page").addEventListener("load", () => {{
-  const doc = document.getElementById("page").contentDocument;
-  const body = doc.querySelector("article p") || doc.body;
-  const images = [...doc.querySelectorAll("img.course-diagram")].map(img => ({{
+#: What the architecture pictures of a chapter page look like in the window of the other browser
+#: tests (measured in the same visit, :func:`reading`): the body font size, and each picture's
+#: classes, alt text, source, displayed width and natural width.
+DIAGRAMS = r"""(() => {
+  const body = document.querySelector("article p") || document.body;
+  const images = [...document.querySelectorAll("img.course-diagram")].map(img => ({
     classes: img.className, alt: img.getAttribute("alt") || "", src: img.getAttribute("src"),
-    width: img.getBoundingClientRect().width, natural: img.naturalWidth}}));
-  document.getElementById("result").textContent = JSON.stringify({{
-    body_px: parseFloat(doc.defaultView.getComputedStyle(body).fontSize), images}});
-}});
-</script></body></html>"""
+    width: img.getBoundingClientRect().width, natural: img.naturalWidth}));
+  return {body_px: parseFloat(getComputedStyle(body).fontSize), images};
+})()"""
 
 
 def diagram_docs() -> dict[str, list[str]]:
@@ -1401,23 +1415,14 @@ def test_the_chapters_draw_the_architecture_pictures():
 
 
 @pytest.fixture(scope="session")
-def diagram_measures(html, tmp_path_factory) -> dict:
-    _require_chromium()
-    from bs4 import BeautifulSoup
-
-    root = tmp_path_factory.mktemp("probe")
-    (root / "site").symlink_to(html, target_is_directory=True)
+def diagram_measures(reading, html) -> dict:
+    """``{doc: DIAGRAMS' answer}`` for each page of :func:`diagram_docs`, as the one Chromium of
+    ``reading`` laid it out (1280 px wide), each picture with the ``file`` it was drawn from."""
     measures = {}
-    with browser.serve(root) as base:
-        for doc in diagram_docs():
-            probe = root / (doc.replace("/", "__") + ".html")
-            probe.write_text(PROBE.format(doc=doc, width=1280))
-            visit = browser.visit(f"{base}/{probe.name}", width=1400, height=2200)
-            result = BeautifulSoup(visit.dom, "html.parser").select_one("#result").get_text()
-            assert result != "not measured", f"{doc}: the page did not load in the probe frame"
-            measures[doc] = json.loads(result)
-            for img in measures[doc]["images"]:
-                img["file"] = str(_local_target(html / f"{doc}.html", img["src"], html))
+    for doc in diagram_docs():
+        seen = reading["pages"][doc]["diagrams"]
+        measures[doc] = {**seen, "images": [{**img, "file": str(_local_target(html / f"{doc}.html", img["src"], html))}
+                                            for img in seen["images"]]}
     return measures
 
 

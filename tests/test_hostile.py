@@ -1,6 +1,7 @@
 """Hostile submissions: one batch of them, graded through the real pipeline.
 
-Each submission below attacks the grader in one way. For each, the batch must finish,
+Each submission below attacks the grader in one way, or in several ways each met by the
+tests of an exercise of its own (the routes on the judge's names). For each, the batch must finish,
 the submission must get no more than it earned, the honest submissions in the same batch
 must be graded normally, and the machine must be left as it was. The attacks are bounded
 so that a missing defence cannot harm the machine: a few GiB, not all of memory; a few
@@ -8,8 +9,8 @@ hundred short-lived processes, not a fork bomb.
 
 Two families share the batch: attacks on the sandbox (chapter 1 only: they do not depend
 on the chapter), and attacks on what the judge takes from the student's process, on every
-assignment (``ATTACKS``, a list of builders per class), each on a submission whose every
-answer is wrong, so that any point it gets is inflation.
+assignment (``ROUTES``, all in one submission per assignment, and the edited builtins), each on a
+submission whose every answer is wrong, so that any point it gets is inflation.
 """
 
 from __future__ import annotations
@@ -41,8 +42,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]
 
 ASSIGNMENT = "ch01_attention_pooling"  # NumPy only: the cheapest to run many times
 STUB = 'raise NotImplementedError("not written yet")'
-# the honest submissions of ASSIGNMENT: its controls (below), the solution and the blank notebook
-HONEST, HONEST_BLANK = (f"{ASSIGNMENT.split('_')[0]}-control-{kind}" for kind in ("solution", "blank"))
+# The controls: the solutions of chapter 1 (NumPy) and chapter 2 (PyTorch), which must keep their
+# full marks beside the attacks and under this batch's limits. A chapter that trains is no control:
+# its training needs more time than these limits give (which keep the infinite loop above cheap).
+# tests/test_grading.py grades every solution to full marks and every blank notebook to 0 with the
+# default limits; that an attack's 0 is not a limit's doing, its own row says (no reason given).
+CONTROLS = ("ch01_attention_pooling", "ch02_scoring_functions")
+# the honest submission of ASSIGNMENT: its control, the solution
+HONEST = f"{ASSIGNMENT.split('_')[0]}-control-solution"
 
 
 def _source():
@@ -223,11 +230,18 @@ def _in_solution(w: Wrong, index: int, code: str) -> nbformat.NotebookNode:
 
 def _added_after_each_solution(w: Wrong, code: str) -> nbformat.NotebookNode:
     """``w``'s notebook with a cell of the student's holding ``code`` after every solution cell."""
+    return _added_after(w, range(len(w.solutions)), code)
+
+
+def _added_after(w: Wrong, indices, code: str) -> nbformat.NotebookNode:
+    """``w``'s notebook with a cell of the student's holding ``code`` after each of its solution
+    cells whose index is in ``indices``."""
+    after = {w.solutions[i] for i in indices}
     nb = copy.deepcopy(w.notebook)
     cells = []
     for cell in nb.cells:
         cells.append(cell)
-        if nbt.is_solution_cell(cell):
+        if nbt.is_solution_cell(cell) and nbt.nbgrader_meta(cell)["grade_id"] in after:
             cells.append(nbformat.v4.new_code_cell(code))
     nb.cells = cells
     return nb
@@ -237,32 +251,82 @@ def _fakes(names) -> str:
     return "\n".join(f"{name} = Anything()" for name in names)
 
 
-def _del_then_rebind(w: Wrong) -> nbformat.NotebookNode:
+def _del_then_rebind(w: Wrong, k: int) -> nbformat.NotebookNode:
     # each on its own: a name of a demonstration further down is not bound yet
-    nb = _in_solution(w, 0, "\n".join(f"try:\n    del {n}\nexcept NameError:\n    pass" for n in w.course_names))
-    w2 = Wrong(w.assignment, nb, w.course_names, w.solutions)
-    return _in_solution(w2, 1, _fakes(w.course_names))
+    nb = _in_solution(w, k, "\n".join(f"try:\n    del {n}\nexcept NameError:\n    pass" for n in w.course_names))
+    return _in_solution(dataclasses.replace(w, notebook=nb), k + 1, _fakes(w.course_names))
 
 
-# Attacks per class: name -> builder of the submission (every other answer wrong). The
-# attacks that delegate an exercise to the course package belong in a class of their own.
-ATTACKS: dict[str, dict[str, Callable[[Wrong], nbformat.NotebookNode]]] = {
-    "course_names": {
-        "del_then_rebind": _del_then_rebind,
-        "through_globals": lambda w: _in_solution(
-            w, 0, f"globals().update({{name: Anything() for name in {w.course_names!r}}})"),
-        "from_an_added_cell": lambda w: _added_after_each_solution(w, _fakes(w.course_names)),
-        "through_exec": lambda w: _in_solution(w, 0, f"exec({_fakes(w.course_names)!r})"),
-    },
-    "builtins": {
-        "shadowed": lambda w: _in_solution(
-            w, 0, "def len(x):\n    return 3\n" + _fakes(n for n in BUILTINS if n != "len")),
-        "edited": lambda w: _added_after_each_solution(
-            w, "import builtins\n" + "\n".join(
-                f"setattr(builtins, {n!r}, Anything())\n__builtins__.__dict__[{n!r}] = Anything()"
-                for n in EDITED_BUILTINS)),
-    },
+@dataclasses.dataclass(frozen=True)
+class Route:
+    """A way for the student's process to bind names the judge must never take from it."""
+
+    rebinds: Callable[[Wrong], set[str]]  # the names it binds to an Anything
+    cells: int  # how many solution cells it takes, from the k-th; the tests of the last one meet it
+    put: Callable[[Wrong, int], nbformat.NotebookNode]  # w's notebook with the route at its k-th solution cell
+
+
+def _course_names(w: Wrong) -> set[str]:
+    return set(w.course_names)
+
+
+# The routes of the attacks on the judge's names (every other answer wrong): each binds, by a way
+# of its own, an Anything under a name of the course's cells (checks, np, torch, task, ...) or of a
+# builtin the tests call. One submission per assignment carries them all, each at a solution cell
+# of its own in the course's order (:func:`_routes_in_turn`), and the tests of that exercise meet it
+# with the binding it made the latest: a judge that took that name from the student's process would
+# give them points. The attacks that delegate an exercise to the course package belong in a class
+# of their own.
+ROUTES: dict[str, Route] = {
+    "course_names-del_then_rebind": Route(_course_names, 2, _del_then_rebind),
+    "course_names-through_globals": Route(_course_names, 1, lambda w, k: _in_solution(
+        w, k, f"globals().update({{name: Anything() for name in {w.course_names!r}}})")),
+    "course_names-through_exec": Route(_course_names, 1, lambda w, k: _in_solution(
+        w, k, f"exec({_fakes(w.course_names)!r})")),
+    "course_names-from_an_added_cell": Route(_course_names, 1, lambda w, k: _added_after(
+        w, [k], _fakes(w.course_names))),
+    "builtins-shadowed": Route(lambda w: set(BUILTINS), 1, lambda w, k: _in_solution(
+        w, k, "def len(x):\n    return 3\n" + _fakes(n for n in BUILTINS if n != "len"))),
 }
+
+
+def _edited_builtins(w: Wrong) -> nbformat.NotebookNode:
+    """The builtins edited in the student's process's own builtins module, after every solution cell:
+    a submission of their own, since they break that process (its ``re`` does arithmetic with
+    ``max``) and every test after them fails whatever the judge took, which would hide other routes."""
+    return _added_after_each_solution(w, "import builtins\n" + "\n".join(
+        f"setattr(builtins, {n!r}, Anything())\n__builtins__.__dict__[{n!r}] = Anything()" for n in EDITED_BUILTINS))
+
+
+def _tests_of(assignment: str) -> dict[str, str]:
+    """Test cell grade_id -> its source, for ``assignment``'s source notebook."""
+    return {nbt.nbgrader_meta(c)["grade_id"]: c.source for c in nbt.read(nbt.source_notebook(assignment)).cells
+            if nbt.is_test_cell(c)}
+
+
+def _reads(source: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+
+
+def _routes_in_turn(w: Wrong) -> tuple[nbformat.NotebookNode, dict[str, str]]:
+    """``w``'s notebook with every route of ``ROUTES``, each at the next solution cell (in the course's
+    order) whose exercise has a test that reads a name the route rebinds; and route -> that exercise.
+    Routes over the same names take the cells in turn; routes over names of their own (the builtins,
+    the course's) may share an exercise: neither binding can stand for the other's in a test."""
+    tests = _tests_of(w.assignment)
+    nb, met, next_cell = w.notebook, {}, {}
+    for label, route in ROUTES.items():
+        names = route.rebinds(w)
+        k = next_cell.get(frozenset(names), 0)
+        while k + route.cells <= len(w.solutions) and not any(
+                names & _reads(source) for test, source in tests.items()
+                if scan.exercise_of_test(test, w.solutions) == w.solutions[k + route.cells - 1]):
+            k += 1
+        assert k + route.cells <= len(w.solutions), f"{w.assignment}: no exercise left for the route {label}"
+        nb = route.put(dataclasses.replace(w, notebook=nb), k)
+        met[label] = w.solutions[k + route.cells - 1]
+        next_cell[frozenset(names)] = k + route.cells
+    return nb, met
 
 
 # ----------------------------------------------------------------------------- what a test's spy records
@@ -382,25 +446,17 @@ def _issue_44_attacks() -> dict[str, nbformat.NotebookNode]:
     return {"ch09-issue-44-routes": nb, "ch01-issue-44-sparse-softmax": ch01}
 
 
-def _trains(assignment: str) -> bool:
-    return any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(assignment)).cells if c.cell_type == "code")
-
-
 def _name_attacks() -> dict[str, nbformat.NotebookNode]:
-    """Every attack of ``ATTACKS`` on every assignment, and the controls: student id -> notebook.
-    The solution of a chapter that trains is no control here: its training needs more time
-    than this batch's limits give (which keep the infinite loop above cheap); tests/test_grading.py
-    grades it with the default limits."""
+    """The attacks on the judge's names on every assignment (``ROUTES`` in turn, and the edited builtins), and the
+    ``CONTROLS``: student id -> notebook."""
     subs = {}
     for assignment in nbt.assignments():
         short = assignment.split("_")[0]
         w = wrong(assignment)
-        if not _trains(assignment):
+        if assignment in CONTROLS:
             subs[f"{short}-control-solution"] = nbt.read(nbt.source_notebook(assignment))
-        subs[f"{short}-control-blank"] = nbt.read(nbt.NOTEBOOKS / assignment / nbt.source_notebook(assignment).name)
-        for family, builders in ATTACKS.items():
-            for label, build in builders.items():
-                subs[f"{short}-{family}-{label}"] = build(w)
+        subs[f"{short}-names-in-turn"] = _routes_in_turn(w)[0]
+        subs[f"{short}-names-edited-builtins"] = _edited_builtins(w)
     return subs
 
 
@@ -413,7 +469,7 @@ def _assignment_of(student: str) -> str:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    """Grade every hostile submission and the controls (honest submissions of every assignment) in one
+    """Grade every hostile submission and the controls (``CONTROLS``) in one
     batch, two at a time."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -524,8 +580,8 @@ def batch(tmp_path_factory):
     listener.close()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv"))}
-    attacks = {family: len(builders) * len(nbt.assignments()) for family, builders in ATTACKS.items()}
-    print(f"\nhostile batch: {len(rows)} submissions in {seconds:.0f} s; attacks on the judge's names per class: {attacks}")
+    print(f"\nhostile batch: {len(rows)} submissions in {seconds:.0f} s; the judge's names attacked by "
+          f"{len(ROUTES) + 1} routes in 2 submissions per assignment")
     return {"rows": rows, "out": out, "connections": connections, "stdout": done.stdout}
 
 
@@ -533,9 +589,10 @@ def _score(batch, student) -> float:
     return float(batch["rows"][student]["score"])
 
 
-def test_honest_submissions_are_graded_normally(batch):
-    assert _score(batch, HONEST) == _max_points()
-    assert _score(batch, HONEST_BLANK) == 0
+@pytest.mark.parametrize("assignment", CONTROLS)
+def test_honest_submissions_are_graded_normally(batch, assignment):
+    control = f"{assignment.split('_')[0]}-control-solution"
+    assert _score(batch, control) == _max_points(assignment), batch["rows"][control]
 
 
 @pytest.mark.parametrize("student", ["tamper_checks", "tamper_ipython"])
@@ -556,9 +613,13 @@ def test_duplicates_and_shadowing_files_change_nothing(batch, student):
 
 
 def test_broken_and_misnamed_notebooks_get_a_reason(batch):
+    """A notebook that is not JSON, and one under another name, are a zero with a reason, out of
+    the assignment's points, in a batch that ends normally (the fixture checks its exit status)."""
+    name = nbt.source_notebook(ASSIGNMENT).name
     assert "not a valid notebook" in batch["rows"]["broken_json"]["reason"]
-    assert "missing notebook" in batch["rows"]["misnamed"]["reason"]
+    assert f"missing notebook {name}" in batch["rows"]["misnamed"]["reason"]
     assert _score(batch, "broken_json") == _score(batch, "misnamed") == 0
+    assert float(batch["rows"]["broken_json"]["max_score"]) == _max_points()
 
 
 def test_an_infinite_loop_is_stopped_with_a_reason(batch):
@@ -603,20 +664,21 @@ def test_feedback_hides_tracebacks_of_hostile_runs(batch):
 
 
 @pytest.mark.parametrize("assignment", nbt.assignments())
-def test_controls_of_every_assignment_are_exact(batch, assignment):
+def test_names_the_student_rebinds_earn_nothing(batch, assignment):
+    """Every answer is wrong: a point here would come from a course name, a module or a builtin that
+    the judge took from the student's process. Each route of ``ROUTES`` is met by the tests of its
+    own exercise (one of them reads a name it rebinds), which all fail; the edited builtins score 0."""
     short = assignment.split("_")[0]
-    if not _trains(assignment):
-        assert _score(batch, f"{short}-control-solution") == _max_points(assignment), batch["rows"][f"{short}-control-solution"]
-    assert _score(batch, f"{short}-control-blank") == 0, batch["rows"][f"{short}-control-blank"]
-
-
-@pytest.mark.parametrize("family, label", [(f, label) for f, builders in ATTACKS.items() for label in builders])
-@pytest.mark.parametrize("assignment", nbt.assignments())
-def test_names_the_student_rebinds_earn_nothing(batch, assignment, family, label):
-    # every answer is wrong: a point here would come from a course name, a module or a builtin
-    # that the judge took from the student's process
-    row = batch["rows"][f"{assignment.split('_')[0]}-{family}-{label}"]
-    assert float(row["score"]) == 0 and float(row["max_score"]) == _max_points(assignment), row
+    for student in (f"{short}-names-in-turn", f"{short}-names-edited-builtins"):
+        row = batch["rows"][student]
+        # graded to the end: no limit stopped it, so its 0 is the judge's
+        assert float(row["score"]) == 0 and float(row["max_score"]) == _max_points(assignment) and not row["reason"], row
+    w = wrong(assignment)
+    _, met = _routes_in_turn(w)
+    errors = _cell_errors(batch, f"{short}-names-in-turn", assignment)
+    for label, exercise in met.items():
+        tests = [t for t in errors if scan.exercise_of_test(t, w.solutions) == exercise]
+        assert tests and all(errors[t] is not None for t in tests), (label, exercise, {t: errors[t] for t in tests})
 
 
 def _cell_errors(batch, student: str, assignment: str) -> dict[str, dict | None]:

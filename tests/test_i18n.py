@@ -11,6 +11,7 @@ import ast
 import copy
 import gettext
 import io
+import json
 import os
 import re
 import subprocess
@@ -64,6 +65,50 @@ def test_english_is_the_default_whatever_the_machine_says():
     assert done.stdout.strip() == "x: expected 2, got 1", done.stdout + done.stderr
 
 
+NAME = "the parameters of CausalSelfAttention(8, 2) (one fused W_qkv and W_o)"  # a test's words, in messages.po
+
+
+def _restarted_kernel(notebook_metadata, tmp_path, names: str = "__session__") -> str:
+    """What a failing check says in a fresh IPython shell that runs a notebook with this metadata
+    (named to the kernel as Jupyter's server or VS Code names it), when the first cell run is a
+    set-up cell's import of the package (nobody called use_language)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    path = tmp_path / "notebook.ipynb"
+    path.write_text(json.dumps({"cells": [], "metadata": notebook_metadata, "nbformat": 4, "nbformat_minor": 5}))
+    i18n._active["told"] = False  # a fresh kernel's
+    i18n._speak(i18n.ENGLISH)
+    shell = InteractiveShell()
+    try:
+        shell.user_ns[names] = str(path)
+        # the package's import in a fresh process runs its __init__: reloading it does the same here
+        shell.run_cell("import importlib, attention_course\nimportlib.reload(attention_course)")
+        said = shell.run_cell("from attention_course import checks\n"
+                              f"checks.check_equal(1, 2, name={NAME!r})").error_in_exec
+    finally:
+        shell.ast_transformers.clear()
+        shell.cleanup()
+    return str(said)
+
+
+@pytest.mark.parametrize("metadata, names, language", [
+    ({"attention_course": {"language": "zh_CN"}}, "__session__", ZH),
+    ({"attention_course": {"language": "zh_CN"}}, "__vsc_ipynb_file__", ZH),
+    ({"attention_course": {"language": "en"}}, "__session__", "en"),
+    ({"attention_course": {"language": "../zh_CN"}}, "__session__", "en"),
+    ({"attention_course": {"language": "zh_CN"}}, "some_other_name", "en")])
+def test_a_restarted_kernel_speaks_the_language_of_its_notebook(metadata, names, language, tmp_path, english_afterwards):
+    """A Chinese notebook's kernel, restarted and run from its set-up cell (not its first cell),
+    speaks Chinese: the package reads the language from the notebook's metadata as the grader
+    does; the test's own words (``name=``) are translated too. Where no front end names the
+    notebook, or it names another language, English."""
+    said = _restarted_kernel(metadata, tmp_path, names)
+    if language == ZH:
+        assert said == "CausalSelfAttention(8, 2) 的参数（一个融合的 W_qkv 和一个 W_o）：应为 2，实际为 1", said
+    else:
+        assert said == f"{NAME}: expected 2, got 1", said
+
+
 def test_the_checks_speak_the_language_asked_for(english_afterwards):
     import numpy as np
 
@@ -93,7 +138,8 @@ def test_the_checks_speak_the_language_asked_for(english_afterwards):
 CELL = '''
 name = "f(x) for x of shape (2, 3)"
 checks.check_shape(y, (2, 3), name=name + " (one row per query)")
-checks.check_close(y, z, name=f"f of a {shape} array", likely={"the sum is off by one": w})
+checks.check_close(y, z, name=f"f of a {shape} array", likely={"the sum is off by one": w, f"the {k} is off by one": v})
+table = {"qkv": 1, f"off by {n}": 2}  # a key that is no clause: a table, not mistakes
 label = "used as a key"
 table[label] = 1
 assert len(y) == 2, f"f must return {len(y)!r:>4} rows"
@@ -102,7 +148,8 @@ checks.check_raises(ValueError, f, match="wrong shape", name="f of a bad shape")
 '''
 WORDS = {"f(x) for x of shape (2, 3)": "形状为 (2, 3) 的 x 的 f(x)", " (one row per query)": "（每个查询一行）",
          "f of a {shape} array": "{shape} 数组的 f", "f must return {len(y)!r:>4} rows": "f 必须返回 {len(y)!r:>4} 行",
-         "used as a key": "BAD", "f of a row": "BAD", "wrong shape": "BAD", "the sum is off by one": "BAD",
+         "used as a key": "BAD", "f of a row": "BAD", "wrong shape": "BAD", "the sum is off by one": "和多算了一",
+         "off by {n}": "BAD", "the {k} is off by one": "第 {k} 个多算了一",
          "f of a bad shape": "形状不对时的 f"}
 
 
@@ -338,3 +385,72 @@ def test_a_translation_that_fails_leaves_the_judge_the_english_code(monkeypatch)
     monkeypatch.setattr(i18n, "translate_tree", lambda tree, translate=None: 1 / 0)
     exec(judge._code('assert 1, "f of a row"\nx = 2', "test"), namespace)
     assert namespace["x"] == 2
+
+
+# ----------------------------------------------------------------------------- figures and help()
+
+
+def _loss_figure_texts(capsys) -> tuple[list[str], list[str], str]:
+    """The texts of chapter 3's training plot (``seq2seq.plot_loss``) drawn now, the warnings of
+    the drawing (a glyph missing from every font: a box) and what was printed."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attention_course import seq2seq
+
+    history = {"step": list(range(1, 61)), "loss": [1 / s for s in range(1, 61)], "valid_step": [30, 60],
+               "valid_loss": [0.05, 0.02], "steps_done": 60, "seconds": 3, "device": "cpu"}
+    family = list(matplotlib.rcParams["font.family"])
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig = seq2seq.plot_loss(history)
+            fig.savefig(io.BytesIO(), format="png")
+        ax = fig.axes[0]
+        texts = [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()] + [t.get_text() for t in ax.get_legend().get_texts()]
+        plt.close(fig)
+    finally:
+        matplotlib.rcParams["font.family"] = family
+    return texts, [str(w.message) for w in caught if "missing from" in str(w.message)], capsys.readouterr().out
+
+
+def test_a_chinese_notebooks_figures_are_chinese_with_a_font_and_english_without(capsys, monkeypatch, english_afterwards):
+    """The package's plots (the loss curve here) say their words in Chinese in a Chinese kernel,
+    drawn with a CJK font found as the book finds it (no glyph missing); on a machine without
+    one, their words stay English (no boxes) and the learner is told why once, in Chinese."""
+    i18n.use_language(ZH)
+    texts, missing, _ = _loss_figure_texts(capsys)
+    assert i18n.cjk_font(), "this machine has the book's CJK font (make book installs it)"
+    assert all(CJK.search(t) for t in texts) and not missing, (texts, missing)
+    monkeypatch.setattr(i18n, "cjk_font", lambda: None)
+    monkeypatch.setattr(i18n, "_noted", set())
+    texts, missing, said = _loss_figure_texts(capsys)
+    assert texts[1:] == ["training step", "cross-entropy per token (nats)", "training loss (one batch)",
+                         "training loss (mean of 25 steps)", "validation loss"] and not missing, (texts, missing)
+    assert CJK.search(said) and said.count("\n") == 1, said
+    i18n.use_language(i18n.ENGLISH)
+    texts, _, _ = _loss_figure_texts(capsys)
+    assert texts[0] == "60 steps, 3 s on cpu", texts
+
+
+def test_what_a_notebook_invites_the_learner_to_read_is_in_its_language(english_afterwards):
+    """Every function or class of the package that a notebook's Markdown names for reading
+    (``attention_course.seq2seq.train_seq2seq``) shows its docstring, whole, in Chinese in a Chinese
+    kernel (help() reads ``__doc__``), and in English again in an English one."""
+    import importlib
+
+    named = {name for name, *_ in messages.named_docs()}
+    assert {"attention_course.seq2seq.train_seq2seq", "attention_course.masked_gpt.MaskedGPT"} <= named, named
+    objects = {name: getattr(importlib.import_module(name.rsplit(".", 1)[0]), name.rsplit(".", 1)[1]) for name in named}
+    english = {name: obj.__doc__ for name, obj in objects.items()}
+    i18n.use_language(ZH)
+    from test_no_english import english as english_runs
+
+    for name, obj in objects.items():
+        assert obj.__doc__ != english[name] and not english_runs(obj.__doc__), (name, obj.__doc__)
+    i18n.use_language(i18n.ENGLISH)
+    assert {name: obj.__doc__ for name, obj in objects.items()} == english

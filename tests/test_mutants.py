@@ -11,8 +11,9 @@ the judge: autograder.judge), and:
   ``_only_tests_reaching``: the others compute what they compute with the solution); where
   ``MESSAGES`` names words for it (exercise -> label -> words), the failure message must
   contain them: the test recognised the mistake and said which it is;
-* every correct variant must pass every graded test cell (graded a round at a time:
-  one variant of each exercise per notebook);
+* every correct variant must pass every graded test cell that can reach it (graded a round
+  at a time: one variant of each exercise per notebook; the other test cells compute what
+  they compute with the solution in place);
 * every variant, wrong or correct, gets the same verdict per test cell in one plain kernel
   (a fresh in-process IPython shell: no sandbox, no judge) as through the judge: a wrong
   one on every test cell up to the first that fails under the judge, a correct round on
@@ -111,21 +112,22 @@ def _top_level_bindings(tree: ast.Module) -> set[str]:
     return names
 
 
-def _only_tests_reaching(nb, exercise: str, source: str):
-    """For a wrong ``source`` of ``exercise``: ``nb`` without the test cells that cannot reach
-    the names ``source`` binds, read directly or through what the other cells bind from them
-    (a name read anywhere in a cell, its functions included, counts). Such a test computes
-    what it computes with the solution in place, which the correct rounds (below) and
-    tests/test_solutions.py prove in the judge and in a kernel; here it would only repeat
-    them before the test cells that can tell. No kept cell needs a dropped one: every test
-    cell stands on the non-test cells alone (tests/test_cells_stand_alone.py). A ``source``
-    that does anything at its top level but define (a side effect could reach any test)
-    keeps them all."""
-    tree = ast.parse(source)
-    if not all(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign)) for n in tree.body) or any(
-            isinstance(n, ast.Assign) and not isinstance(n.value, ast.Constant) for n in tree.body):
-        return nb
-    wrong = _top_level_bindings(tree)
+def _only_tests_reaching(nb, sources: list[str]):
+    """For ``sources`` put in place of solutions (a wrong variant, or a correct round's variants):
+    ``nb`` without the test cells that cannot reach the names they bind, read directly or through
+    what the other cells bind from them (a name read anywhere in a cell, its functions included,
+    counts). Such a test computes what it computes with the solution in place, which
+    tests/test_solutions.py (in a kernel) and tests/test_grading.py (through the grader, full
+    marks) prove; here it would only repeat them. No kept cell needs a dropped one: every test
+    cell stands on the non-test cells alone (tests/test_cells_stand_alone.py). A source that does
+    anything at its top level but define (a side effect could reach any test) keeps them all."""
+    wrong: set[str] = set()
+    for source in sources:
+        tree = ast.parse(source)
+        if not all(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign)) for n in tree.body) or any(
+                isinstance(n, ast.Assign) and not isinstance(n.value, ast.Constant) for n in tree.body):
+            return nb
+        wrong |= _top_level_bindings(tree)
     made_from: dict[str, set[str]] = {}  # name -> the names read by the non-test cells that bind it
     for cell in nb.cells:
         if cell.cell_type == "code" and not nbt.is_test_cell(cell):
@@ -156,7 +158,7 @@ def test_wrong_implementation_fails_a_test(assignment, exercise, source, message
     if exercise.startswith("answer_"):
         nb = _only_its_question(nb, exercise)
     else:
-        nb = _only_tests_reaching(nb, exercise, source)
+        nb = _only_tests_reaching(nb, [source])
     run = nbt.run_judged(nb, assignment, fail_fast=True)
     assert run.failed, f"this wrong {exercise} passed every test: {sorted(run.tests)}"
     (first_failure,) = run.failed
@@ -204,7 +206,9 @@ def _correct_rounds():
     """Correct variants, several exercises at a time: round ``k`` puts the ``k``-th correct
     variant of every exercise that has one into the same notebook. A correct variant must
     pass with the others in place too. The rounds leave out the training cells and the tests
-    of the trained model (see the module's docstring)."""
+    of the trained model (see the module's docstring), and the test cells that reach none of
+    the round's variants (:func:`_only_tests_reaching`: with fewer variants in the later rounds,
+    most of a notebook's tests compute with the solution alone)."""
     for assignment in nbt.assignments():
         if not (nbt.ROOT / "tests" / "mutants" / f"{assignment}.py").is_file():
             continue
@@ -220,7 +224,7 @@ def test_correct_variants_pass_every_test(assignment, chosen):
     nb = nbt.read(nbt.source_notebook(assignment))
     for exercise, (_, source) in chosen.items():
         nb = nbt.with_cell_source(nb, exercise, source)
-    nb = _without_training(nb)
+    nb = _only_tests_reaching(_without_training(nb), [source for _, source in chosen.values()])
     run = nbt.run_judged(nb, assignment, fail_fast=False)
     labels = {exercise: label for exercise, (label, _) in chosen.items()}
     assert not run.failed, f"correct variants {labels} failed: {run.failed}"

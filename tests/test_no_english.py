@@ -146,22 +146,92 @@ def english_in_messages() -> dict[str, list[tuple[str, list[str]]]]:
         left = []
         for source_code in cells:
             tree = _tree(source_code)
-            keys = [k.value for k in messages._mistakes(tree)]
+            figures = [words(i18n.msgid(t)) for t in i18n.figure_texts(tree)]  # where a font can draw them
             i18n.translate_tree(tree, words, helpers)
-            texts = [_text(t) for t in i18n.message_texts(tree, helpers=helpers)] + [words(k) for k in keys]
+            texts = [_text(t) for t in i18n.message_texts(tree, helpers=helpers) + i18n.mistake_texts(tree)] + figures
             left += [(t, english(t)) for t in texts if english(t)]
         found[assignment] = left
     return found
 
 
+def _replayed_cells(source) -> list:
+    """The cells of a source notebook that make every mistake its tests name: its code cells but
+    the training runs, the figures (the exercises hold the course's solution) and the test cells
+    that pass no ``likely``."""
+    return [c for c in source.cells if c.cell_type == "code" and not nbt.is_training_cell(c)
+            and (not nbt.is_test_cell(c) or "likely" in c.source)
+            and not (not nbt.is_test_cell(c) and not nbt.is_solution_cell(c) and re.search(r"\bplt\.|\bplot_\w+\(", c.source))]
+
+
+def replayed_mistakes(assignments: list[str] | None = None) -> dict[str, list[tuple[str, bool]]]:
+    """assignment -> (each mistake its tests name to ``checks.check_close(likely=...)``, as the check
+    says it to a Chinese learner; whether the cell passed), found by running: the notebook's cells
+    (:func:`_replayed_cells`, hidden tests included) in one shell whose cells are translated as
+    the grader translates them, every ``likely`` of every check called (a passing check's too)."""
+    import copy
+
+    from attention_course import checks
+
+    original = checks.check_close
+    said: list[str] = []
+
+    def replaying(got, expected, *, likely=None, **options):
+        for mistake in ((likely() if callable(likely) else likely) or {}):
+            said.append(i18n.gettext(". This is exactly what you get if {mistake}.").format(mistake=i18n.gettext(mistake)))
+        return original(got, expected, likely=likely, **options)
+
+    found = {}
+    checks.check_close = replaying
+    try:
+        for assignment, source, _ in _chinese_notebooks():
+            if assignments is not None and assignment not in assignments:
+                continue
+            nb = copy.deepcopy(source)
+            nb.cells = _replayed_cells(nb)
+            if not any(nbt.is_test_cell(c) for c in nb.cells):
+                found[assignment] = []  # its tests name no mistake: nothing to run
+                continue
+            nb = nbt.with_first_cell(nb, "from attention_course import i18n\nfrom autograder import catalogs\n"
+                                         f"i18n._active['helpers'] = {{}}\ni18n.use_language({ZH!r}, catalogs.translation({ZH!r}))")
+            said.clear()
+            run = nbt.run_in_process(nb, cell_timeout=60)
+            assert not run.failed and not run.other_errors, (assignment, run.failed, run.other_errors)
+            found[assignment] = list(said)
+    finally:
+        checks.check_close = original
+        i18n._active["helpers"] = {}
+        i18n.use_language(i18n.ENGLISH)
+    return found
+
+
+def test_every_mistake_a_test_names_is_said_in_chinese():
+    """Replayed, not read: every mistake a check of a Chinese notebook's tests can name (an f-string's,
+    a helper's dict's, whatever builds it) comes out in Chinese in the learner's kernel and the grader."""
+    replayed = replayed_mistakes()
+    left = {a: [(t, english(t)) for t in said if english(t)] for a, said in replayed.items()}
+    left = {a: found for a, found in left.items() if found}
+    count = sum(len(found) for found in left.values())
+    total = sum(len(said) for said in replayed.values())
+    assert total > 50, replayed
+    assert not left, f"{count} of {total} mistakes named by the tests keep English:\n" + "\n".join(
+        f"{a}: {text!r} ({', '.join(runs)})" for a, found in left.items() for text, runs in found[:8])
+
+
 def english_in_test_comments() -> dict[str, list[str]]:
-    """assignment -> the comments of its Chinese notebook's test cells that are English."""
+    """assignment -> the comments and the docstrings (of the functions a test defines) of its
+    Chinese notebook's test cells that are English: read from the cells themselves, not from what
+    the tooling extracts."""
     found = {}
     for assignment, _, chinese in _chinese_notebooks():
-        found[assignment] = [
-            tok.string for cell in chinese.cells if nbt.is_test_cell(cell)
-            for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
-            if tok.type == tokenize.COMMENT and not tok.string.startswith("###") and english(tok.string[1:])]
+        texts = []
+        for cell in chinese.cells:
+            if not nbt.is_test_cell(cell):
+                continue
+            texts += [tok.string[1:] for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+                      if tok.type == tokenize.COMMENT and not tok.string.startswith("###")]
+            texts += [ast.get_docstring(node) for node in ast.walk(_tree(cell.source))
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(node)]
+        found[assignment] = [t for t in texts if english(t[len(translatable._named_prefix(t) or ""):])]
     return found
 
 
@@ -174,12 +244,13 @@ def test_every_message_of_a_chinese_notebooks_tests_is_chinese():
         f"{a}: {text!r} ({', '.join(runs)})" for a, found in left.items() for text, runs in found[:8])
 
 
-def test_the_comments_of_a_chinese_notebooks_tests_are_chinese():
-    """A learner whose test failed reads the test cell's comments to learn what it checks."""
+def test_the_comments_and_docstrings_of_a_chinese_notebooks_tests_are_chinese():
+    """A learner whose test failed reads the test cell's comments, and the docstrings of the helpers
+    it defines (a bound, a call pattern), to learn what it checks."""
     left = {a: found for a, found in english_in_test_comments().items() if found}
     count = sum(len(found) for found in left.values())
-    assert not left, f"{count} comment lines of test cells are English:\n" + "\n".join(
-        f"{a}: {c}" for a, found in left.items() for c in found[:5])
+    assert not left, f"{count} comments or docstrings of test cells are English:\n" + "\n".join(
+        f"{a}: {c[:100]!r}" for a, found in left.items() for c in found[:5])
 
 
 @pytest.mark.parametrize("domain", ["messages", "autograder"])

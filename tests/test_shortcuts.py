@@ -652,3 +652,44 @@ def test_an_exercise_not_written_yet_is_not_told_what_it_must_call():
     space = {"__name__": "__main__"}
     exec(_SETUP_44 + stub, space)
     shortcuts.guard(space["TiledAttention"], "TiledAttention", [], ["tiled_attention_backward"])
+
+
+_ROTARY_LIBRARIES = {
+    "torchtune": "from torchtune.modules import RotaryPositionalEmbeddings\n"
+                 "def apply_rotary(x, positions, base=10000.0):\n"
+                 "    return RotaryPositionalEmbeddings(x.shape[-1], base=int(base))(x[None], input_pos=positions)[0]\n",
+    "transformers": "import transformers.models.llama.modeling_llama as llama\n"
+                    "def apply_rotary(x, positions, base=10000.0):\n"
+                    "    return llama.apply_rotary_pos_emb(x, x, x.cos(), x.sin())[0]\n",
+    "rotary_embedding_torch": "from rotary_embedding_torch import RotaryEmbedding\n"
+                              "def apply_rotary(x, positions, base=10000.0):\n"
+                              "    return RotaryEmbedding(x.shape[-1]).rotate_queries_or_keys(x)\n",
+    "flash_attn": "from flash_attn.layers.rotary import apply_rotary_emb\n"
+                  "def apply_rotary(x, positions, base=10000.0):\n    return apply_rotary_emb(x, x.cos(), x.sin())\n",
+}
+
+
+def _scan_rotary(source: str) -> list[scan.Finding]:
+    """The scan's findings in chapter 10's apply_rotary (its list, as in the notebook, empty)."""
+    cells = [{"kind": "other", "grade_id": "setup", "source": _SETUP, "tags": []},
+             {"kind": "solution", "grade_id": "apply_rotary", "source": source, "tags": []}]
+    return scan.scan(cells, {"apply_rotary": []})
+
+
+@pytest.mark.parametrize("library", _ROTARY_LIBRARIES)
+def test_a_librarys_rotary_embedding_is_refused_by_the_scan(library):
+    """Chapter 10: a rotary embedding from a library (another module, whatever its name) earns
+    apply_rotary nothing, though its list names no routine; the course's own building blocks,
+    complex numbers included (Llama's way of writing the rotation), are not refused."""
+    found = _scan_rotary(_ROTARY_LIBRARIES[library])
+    assert found and all(f.kind == "unlisted" for f in found) and found[0].entry.split(".")[0] == library, found
+
+
+def test_a_rotation_by_complex_numbers_is_not_refused():
+    honest = ("def apply_rotary(x, positions, base=10000.0):\n"
+              "    i = torch.arange(x.shape[-1] // 2, dtype=torch.float64)\n"
+              "    angles = positions.double()[..., None] * base ** (-2 * i / x.shape[-1])\n"
+              "    pairs = torch.view_as_complex(x.double().unflatten(-1, (-1, 2)).contiguous())\n"
+              "    turned = pairs * torch.polar(torch.ones_like(angles), angles)\n"
+              "    return torch.view_as_real(turned).flatten(-2).to(x.dtype)\n")
+    assert _scan_rotary(honest) == []

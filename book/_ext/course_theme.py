@@ -19,6 +19,11 @@
   zh_CN catalogs ("Color mode", "Link to this heading"). Each page, once rendered, gets them
   from ``book_ui.po`` (:func:`theme_labels`) in its attributes (``title``, ``aria-label``,
   ``data-bs-title``, ``placeholder``), without a copy of the theme's templates.
+* **Each button's name holds the words it shows** (WCAG 2.5.3, *Label in Name*; axe's
+  ``label-content-name-mismatch``): the search button, which shows "Search Ctrl+K", is named by
+  those words rather than "Search" alone; the colour-mode button ("Color mode") loses the
+  ``title`` of its icons ("Light", "Dark", "System Settings"), which a browser shows as the
+  button's words while its name says neither (:func:`name_by_shown_words`; every edition).
 """
 
 from __future__ import annotations
@@ -83,7 +88,6 @@ def theme_labels() -> dict[str, str]:
         "Main": _("Main"),
         "Page": _("Page"),
         "Color mode": _("Color mode"),
-        "System Settings": _("System Settings"),
         "Link to this heading": _("Link to this heading"),
         "Link to this equation": _("Link to this equation"),
         "Search this book...": _("Search this book..."),
@@ -103,23 +107,40 @@ def translate_labels(page: str, labels: dict[str, str]) -> str:
     return _LABEL.sub(replace, page)
 
 
-def _translated_theme_labels(app: Sphinx) -> None:
-    """In an edition that is not English, translate the theme's labels of every page it renders."""
+_SEARCH_BUTTON = re.compile(r'(<button class="btn search-button-field[^>]*?\saria-label=")[^"]*("[^>]*>)(.*?)(</button>)', re.S)
+_THEME_ICON = re.compile(r'(<i class="theme-switch [^"]*"[^>]*?)\s+title="[^"]*"')
+
+
+def name_by_shown_words(page: str) -> str:
+    """``page`` (HTML) with the search button named by the words it shows (its text, tags
+    removed: "Search Ctrl+K") and the colour-mode button's icons without a ``title``."""
+    def search(match: re.Match) -> str:
+        shown = " ".join(html.unescape(re.sub(r"<[^>]*>", "", match.group(3))).split())
+        return f"{match.group(1)}{html.escape(shown)}{match.group(2)}{match.group(3)}{match.group(4)}"
+
+    return _THEME_ICON.sub(r"\1", _SEARCH_BUTTON.sub(search, page))
+
+
+def _rendered_pages(app: Sphinx) -> None:
+    """Every page the builder renders: each button named by the words it shows, and, in an edition
+    that is not English, the theme's labels translated."""
     templates = getattr(app.builder, "templates", None)
-    if templates is None or (app.config.language or "en").startswith("en"):
+    if templates is None:
         return
     render = templates.render
+    translated = not (app.config.language or "en").startswith("en")
 
     @functools.wraps(render)
-    def render_translated(template: str, context: dict) -> str:
-        return translate_labels(render(template, context), theme_labels())
+    def render_page(template: str, context: dict) -> str:
+        page = render(template, context)
+        return name_by_shown_words(translate_labels(page, theme_labels()) if translated else page)
 
-    templates.render = render_translated
+    templates.render = render_page
 
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _add_static_path)
-    app.connect("builder-inited", _translated_theme_labels)
+    app.connect("builder-inited", _rendered_pages)
     app.add_js_file("exercise-download.js", loading_method="defer")
     app.add_css_file("course.css")
     # after the theme (500) put generate_toctree_html into the context
