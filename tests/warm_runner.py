@@ -5,7 +5,8 @@ the box, Python and PyTorch's import cost about 1.2 CPU-seconds, paid once per s
 is nothing beside a submission's tests but most of the cost of the hundreds of judged runs of
 ``tests/test_mutants.py`` and ``tests/test_judge.py``. Here each chapter gets one warm process
 instead, in the same box (the chapter's package view, the same limits), that has imported
-NumPy, PyTorch, Matplotlib and IPython and drawn the dates of chapters 3, 7 and 8
+NumPy, PyTorch (with ``torch._dynamo``, which the shortcut watch's first operation imports),
+Matplotlib and IPython and drawn the dates of chapters 3, 7 and 8
 (``attention_course.dates.make_date_task`` keeps what it drew per process) once; each judged run gets a fresh process forked from
 it, which runs ``autograder.runner`` as the real one does.
 
@@ -38,6 +39,9 @@ from autograder.limits import Limits
 _WARM = r"""
 import os, random, socket, sys
 import numpy, torch, torch.nn.functional, matplotlib.pyplot
+# what PyTorch imports on the first operation under a TorchDispatchMode (the shortcut watch of the
+# chapters with forbidden computations, attention_course.shortcuts.watching): about 1.2 CPU-s a child
+import torch._dynamo
 import IPython.core.interactiveshell
 import attention_course.checks, attention_course.dates
 from autograder import runner
