@@ -26,6 +26,29 @@ def replaced(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
+def solution_cell(assignment: str, name: str) -> str:
+    """The solution cell ``name`` of ``assignment``'s source notebook, without nbgrader's markers."""
+    import json
+
+    import layout
+    from layout import regions
+
+    (path,) = layout.source_notebooks(assignment)
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == name:
+            return regions.unmarked("".join(cell["source"]), regions.SOLUTION) + "\n"
+    raise LookupError(name)
+
+
+def changed(assignment: str, name: str, *pairs: str) -> str:
+    """The solution cell ``name`` of ``assignment`` with each (old, new) of ``pairs`` replaced
+    (old must occur): a wrong variant that stays the course's answer but for its mistake."""
+    source = solution_cell(assignment, name)
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        source = replaced(source, old, new)
+    return source
+
+
 def answer_key(assignment: str, variable: str) -> str:
     """The right letter of a multiple-choice question: the one the solution notebook of
     ``assignment`` (``solutions/<assignment>/*.ipynb``) assigns to ``variable``."""

@@ -8,31 +8,13 @@ The wrong ones are the solution cell with one change (:func:`_changed`), so that
 course's answer but for its mistake.
 """
 
-import json
+from functools import partial
 
-import layout
-from layout import regions
-from mutant_source import replaced as _replaced
-from mutant_source import right_choice, wrong_choices
+from mutant_source import changed, right_choice, solution_cell, wrong_choices
 
 ASSIGNMENT = "ch09_attention_at_scale"
-
-
-def _solution(name: str) -> str:
-    """The solution cell ``name`` of the source notebook, without nbgrader's markers."""
-    (path,) = layout.source_notebooks(ASSIGNMENT)
-    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == name:
-            return regions.unmarked("".join(cell["source"]), regions.SOLUTION) + "\n"
-    raise LookupError(name)
-
-
-def _changed(name: str, *pairs: str) -> str:
-    """The solution of ``name`` with each (old, new) of ``pairs`` replaced (old must occur)."""
-    source = _solution(name)
-    for old, new in zip(pairs[::2], pairs[1::2]):
-        source = _replaced(source, old, new)
-    return source
+_solution = partial(solution_cell, ASSIGNMENT)
+_changed = partial(changed, ASSIGNMENT)
 
 
 # ----------------------------------------------------------------------------- online softmax
