@@ -377,23 +377,31 @@ def cjk_font() -> str | None:
     finds its font: in matplotlib's list of fonts, else in the system's font folders (matplotlib's
     cached list never sees a font installed after it was written: such a font is registered by
     its path); None when there is none."""
-    from matplotlib import font_manager, ft2font  # here: the tests' words need no matplotlib
+    from matplotlib import font_manager  # here: the tests' words need no matplotlib
 
-    manager = font_manager.fontManager
-    known = {font.name for font in manager.ttflist}
-    found = next((name for name in CJK_FONTS if name in known), None)
-    if found is None:
-        for path in font_manager.findSystemFonts():
-            try:
-                first = ft2font.FT2Font(path)
-                faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
-            except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
-                continue
-            if {face.family_name for face in faces} & set(CJK_FONTS):
-                manager.addfont(path)
-        known = {font.name for font in manager.ttflist}
-        found = next((name for name in CJK_FONTS if name in known), None)
-    return found
+    known = {font.name for font in font_manager.fontManager.ttflist}
+    if not known & set(CJK_FONTS):
+        known = add_system_fonts(CJK_FONTS)
+    return next((name for name in CJK_FONTS if name in known), None)
+
+
+def add_system_fonts(families) -> set[str]:
+    """Register with matplotlib every font file of the system's font folders that holds one of
+    ``families`` (matplotlib's cached list of fonts never sees a font installed after it was
+    written); the names of the fonts matplotlib then knows. The book's Chinese build
+    (book/_ext/translated_outputs.py) finds its fonts with it too."""
+    from matplotlib import font_manager, ft2font
+
+    manager, wanted = font_manager.fontManager, set(families)
+    for path in font_manager.findSystemFonts():
+        try:
+            first = ft2font.FT2Font(path)
+            faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
+        except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
+            continue
+        if wanted & {face.family_name for face in faces}:
+            manager.addfont(path)
+    return {font.name for font in manager.ttflist}
 
 
 _noted: set = set()  # the languages whose learner was told that the figures stay English

@@ -202,20 +202,13 @@ def require_cjk_fonts() -> None:
     ``~/.cache/matplotlib``) that it never refreshes: written before the font was installed, it
     hides the font from every later process. So a font missing from that list is looked for in
     the system's font folders now and registered by its path."""
-    from matplotlib import font_manager, ft2font
+    from matplotlib import font_manager
 
-    manager = font_manager.fontManager
-    missing = set(CJK_FONTS.values()) - {font.name for font in manager.ttflist}
+    from attention_course.i18n import add_system_fonts
+
+    missing = set(CJK_FONTS.values()) - {font.name for font in font_manager.fontManager.ttflist}
     if missing:
-        for path in font_manager.findSystemFonts():
-            try:
-                first = ft2font.FT2Font(path)
-                faces = [first] + [ft2font.FT2Font(path, face_index=i) for i in range(1, first.num_faces)]
-            except (OSError, RuntimeError):  # a file FreeType cannot read is no font of ours
-                continue
-            if missing & {face.family_name for face in faces}:
-                manager.addfont(path)
-        missing -= {font.name for font in manager.ttflist}
+        missing -= add_system_fonts(missing)
     if missing:
         raise TranslationError(
             f"the font {', '.join(sorted(missing))} for the Chinese figures is not installed: `make book` "
