@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from attention_course import forbidden, i18n, shortcuts
-from autograder import scan
+from autograder import assemble, scan
 from courseware import forbidden_table
 
 import delegation
@@ -378,18 +378,30 @@ def test_a_shortcut_fails_the_first_visible_test_in_the_kernel(assignment, route
 
 
 def test_the_graded_shortcuts_meet_every_route_on_functions_and_classes():
-    """tests/test_grading.py grades one shortcut submission per chapter (delegation.routes_in_turn):
-    together they must meet every exercise with a forbidden list, and every route on a function
-    exercise and on a class exercise (the call goes first in the body, or in ``__init__``)."""
+    """tests/test_grading.py grades one shortcut submission per chapter of
+    delegation.graded_shortcut_assignments (routes taken in turn): together they must meet every
+    route on a function exercise and on a class exercise (the call goes first in the body, or in
+    ``__init__``), and each meets every exercise of its chapter that has a forbidden list."""
     met = set()
     for assignment, routes in delegation.routes_in_turn().items():
         nb = nbt.read(nbt.source_notebook(assignment))
         assert sorted(routes) == sorted(delegation.forbidden_exercises(nb)), assignment
-        defined = {node.name: "class" if isinstance(node, ast.ClassDef) else "function"
-                   for c in nb.cells if nbt.is_solution_cell(c)
-                   for node in ast.parse(c.source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-        met |= {(route, defined[exercise]) for exercise, route in routes.items()}
+        met |= {(route, delegation.exercise_kind(nb, exercise)) for exercise, route in routes.items()}
     assert met == {(route, kind) for route in delegation.SHORTCUT_ROUTES for kind in ("function", "class")}, met
+
+
+@pytest.mark.parametrize("assignment", delegation.shortcut_assignments())
+def test_the_graders_scan_finds_the_shortcut_of_every_exercise_with_a_list(assignment):
+    """The grader's static scan (its cells as the judge takes them) of a submission whose every
+    exercise with a forbidden list calls an entry, by the routes in turn: each exercise is found
+    with the entry it calls, and no other. What the graded batch shows end to end for some
+    chapters (delegation.graded_shortcut_assignments), the scan shows here for every chapter."""
+    routes = delegation.routes_in_turn([assignment])[assignment]
+    nb = delegation.shortcut_notebook(assignment, routes)
+    listed = delegation.forbidden_exercises(nb)
+    found = {(f.exercise, f.entry) for f in scan.scan(assemble.judge_cells(nb), listed) if f.entry is not None}
+    assert found == {(exercise, delegation.shortcut_entry(entries)) for exercise, entries in listed.items()}, (
+        assignment, routes, found)
 
 
 def test_the_kernels_check_fails_at_once_for_the_library_object_itself():
