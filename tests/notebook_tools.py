@@ -287,3 +287,27 @@ def is_training_cell(cell) -> bool:
         return False
     quiet = (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
     return not all(isinstance(node, quiet) for node in ast.parse(cell.source).body)
+
+
+def names_in(source: str, context: type) -> set[str]:
+    """The names that ``source`` uses in ``context`` (``ast.Load`` or ``ast.Store``)."""
+    import ast
+
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, context)}
+
+
+def without_training(nb):
+    """``nb`` without its training cells (:func:`is_training_cell`) and without the tests of the
+    trained model: the test cells after a training cell that read a name it binds (and do not
+    bind it themselves)."""
+    import ast
+
+    nb = copy.deepcopy(nb)
+    kept, trained = [], set()
+    for cell in nb.cells:
+        if is_training_cell(cell):
+            trained |= names_in(cell.source, ast.Store)
+        elif not (is_test_cell(cell) and trained & (names_in(cell.source, ast.Load) - names_in(cell.source, ast.Store))):
+            kept.append(cell)
+    nb.cells = kept
+    return nb

@@ -87,8 +87,8 @@ def test_every_exercise_has_mutants():
 def _only_its_question(nb, question: str):
     """For a wrong multiple-choice answer: the notebook without its training runs and without
     the other tests (an answer depends on neither), so that the question's own test decides
-    and a training chapter is not trained once per wrong letter (see :func:`_without_training`)."""
-    nb = _without_training(nb)
+    and a training chapter is not trained once per wrong letter (see :func:`notebook_tools.without_training`)."""
+    nb = nbt.without_training(nb)
     nb.cells = [c for c in nb.cells if not nbt.is_test_cell(c) or nbt.nbgrader_meta(c)["grade_id"] == f"test_{question}"]
     return nb
 
@@ -133,10 +133,10 @@ def _only_tests_reaching(nb, sources: list[str]):
         if cell.cell_type == "code" and not nbt.is_test_cell(cell):
             cell_tree = ast.parse(cell.source)
             for name in _top_level_bindings(cell_tree):
-                made_from.setdefault(name, set()).update(_names(cell.source, ast.Load))
+                made_from.setdefault(name, set()).update(nbt.names_in(cell.source, ast.Load))
 
     def reaches(cell) -> bool:
-        seen, pending = set(), list(_names(cell.source, ast.Load))
+        seen, pending = set(), list(nbt.names_in(cell.source, ast.Load))
         while pending:
             name = pending.pop()
             if name in wrong:
@@ -184,24 +184,6 @@ def test_wrong_side_effect_fails_a_test_in_the_kernel(assignment, exercise, sour
     assert run.failed, f"this wrong {exercise} passed every test in the kernel"
 
 
-def _names(source: str, context: type) -> set[str]:
-    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, context)}
-
-
-def _without_training(nb):
-    """``nb`` without its training cells and without the tests of the trained model: the test
-    cells after a training cell that read a name it binds (and do not bind it themselves)."""
-    nb = copy.deepcopy(nb)
-    kept, trained = [], set()
-    for cell in nb.cells:
-        if nbt.is_training_cell(cell):
-            trained |= _names(cell.source, ast.Store)
-        elif not (nbt.is_test_cell(cell) and trained & (_names(cell.source, ast.Load) - _names(cell.source, ast.Store))):
-            kept.append(cell)
-    nb.cells = kept
-    return nb
-
-
 def _correct_rounds():
     """Correct variants, several exercises at a time: round ``k`` puts the ``k``-th correct
     variant of every exercise that has one into the same notebook. A correct variant must
@@ -224,7 +206,7 @@ def test_correct_variants_pass_every_test(assignment, chosen):
     nb = nbt.read(nbt.source_notebook(assignment))
     for exercise, (_, source) in chosen.items():
         nb = nbt.with_cell_source(nb, exercise, source)
-    nb = _only_tests_reaching(_without_training(nb), [source for _, source in chosen.values()])
+    nb = _only_tests_reaching(nbt.without_training(nb), [source for _, source in chosen.values()])
     run = nbt.run_judged(nb, assignment, fail_fast=False)
     labels = {exercise: label for exercise, (label, _) in chosen.items()}
     assert not run.failed, f"correct variants {labels} failed: {run.failed}"

@@ -55,7 +55,7 @@ def survivors(assignment: str, train: bool) -> tuple[int, list[str], int, list[s
     """(wrong variants run, those passing every visible test, wrong answers, those caught only by training)."""
     module = test_mutants._load(assignment)
     base = released(assignment)
-    without_training = test_mutants._without_training(base)
+    without_training = nbt.without_training(base)
     variants = [(exercise, label, source)
                 for kind in ("WRONG", "WRONG_IN_KERNEL")
                 for exercise, by_label in getattr(module, kind, {}).items()
