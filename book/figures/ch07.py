@@ -32,7 +32,7 @@ from figures.alignment import alignment_finding
 from figures.ch06 import padding_to_attention_mask
 from figures.describe import finding
 from figures.i18n import N_, _, padded
-from figures.training import kept_run
+from figures.training import date_run, kept_run
 
 __all__ = [
     "NOTES_TARGET",
@@ -376,10 +376,9 @@ def train_date_transformer(task, seed: int = 0, **train_options) -> tuple[Transf
     show it: a build trains it once (:func:`figures.training.kept_run`). Returns ``(model, history)``."""
     torch.manual_seed(seed)
     model = make_transformer(task, Transformer, **TRANSFORMER.model)
-    options = {**TRANSFORMER.training, **train_options}
-    data = (task.src_vocab.tokens, task.tgt_vocab.tokens, task.train, task.valid, task.test)
-    history = kept_run("train_date_transformer", (data, seed, TRANSFORMER.model, options), model, lambda m: train_transformer(
-        m, task, seed=seed, progress=False, schedule=noam_lr, shift=teacher_forcing_pair, **options))
+    inputs = date_run(task, seed, TRANSFORMER, **train_options)
+    history = kept_run("train_date_transformer", inputs, model, lambda m: train_transformer(
+        m, task, seed=seed, progress=False, schedule=noam_lr, shift=teacher_forcing_pair, **inputs[-1]))
     return model, history
 
 
@@ -402,13 +401,14 @@ def train_with_default_embeddings(task, seed: int = 0, **train_options) -> tuple
 def train_date_bahdanau(task, seed: int = 0) -> tuple[nn.Module, dict]:
     """Chapter 3's run, as its page and its notebook make it: ``make_seq2seq(task,
     BahdanauDecoder)`` with chapter 3's recipe (:data:`~attention_course.recipes.BAHDANAU`)
-    after ``torch.manual_seed(seed)``, trained by :func:`train_seq2seq` with the recipe.
-    Returns ``(model, history)``."""
+    after ``torch.manual_seed(seed)``, trained by :func:`train_seq2seq` with the recipe: the run
+    chapter 3's page kept (:func:`figures.training.keep_run`), loaded. Returns ``(model, history)``."""
     from attention_course.reference.ch03 import BahdanauDecoder, sequence_loss
 
     torch.manual_seed(seed)
     model = make_seq2seq(task, BahdanauDecoder, **BAHDANAU.model)
-    history = train_seq2seq(model, task, sequence_loss, **BAHDANAU.training, seed=seed, progress=False)
+    history = kept_run("train_date_bahdanau", date_run(task, seed, BAHDANAU), model, lambda m: train_seq2seq(
+        m, task, sequence_loss, **BAHDANAU.training, seed=seed, progress=False))
     return model, history
 
 

@@ -30,6 +30,11 @@ def _run_key(name: str, inputs) -> str:
     return digest.hexdigest()[:24]
 
 
+def _kept_path(name: str, inputs) -> Path | None:
+    folder = os.environ.get(RUNS)
+    return Path(folder) / f"{name}-{_run_key(name, inputs)}.pt" if folder else None
+
+
 def kept_run(name: str, inputs, model: torch.nn.Module, train) -> dict:
     """``train(model)`` (a training run that returns its history), once per build: a page that
     shows a run another page of the same build made (chapter 8's page beside chapter 7's
@@ -40,8 +45,7 @@ def kept_run(name: str, inputs, model: torch.nn.Module, train) -> dict:
     version). Loading gives ``model`` the trained weights and the training's mode, and the global
     random generator its state after the training, as the training itself would; the history,
     its times included, is that of the run that trained it. Returns the history."""
-    folder = os.environ.get(RUNS)
-    path = Path(folder) / f"{name}-{_run_key(name, inputs)}.pt" if folder else None
+    path = _kept_path(name, inputs)
     if path is not None and path.is_file():
         kept = torch.load(path, weights_only=False)  # written by this function, in this build's folder
         model.load_state_dict(kept["weights"])
@@ -49,13 +53,29 @@ def kept_run(name: str, inputs, model: torch.nn.Module, train) -> dict:
         torch.set_rng_state(kept["rng"])
         return kept["history"]
     history = train(model)
+    keep_run(name, inputs, model, history)
+    return history
+
+
+def keep_run(name: str, inputs, model: torch.nn.Module, history: dict) -> None:
+    """Keep a run that a page made in the open (chapter 3's, whose code the reader copies) for a
+    later page of the same build, which finds it through :func:`kept_run` under the same ``name``
+    and ``inputs``. Called right after the training, before anything else draws a random number."""
+    path = _kept_path(name, inputs)
     if path is not None and getattr(history, "done", True):  # a paused run goes on in its own page only
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}")
         torch.save({"weights": model.state_dict(), "training": model.training, "rng": torch.get_rng_state(),
                     "history": history}, partial)
         partial.replace(path)
-    return history
+
+
+def date_run(task, seed: int, recipe, **train_options) -> tuple:
+    """What a training run on the dates depends on, as :func:`kept_run`'s ``inputs``: the task's
+    vocabularies and splits, the seed, the recipe's model settings and its training settings
+    (``train_options`` override them)."""
+    data = (task.src_vocab.tokens, task.tgt_vocab.tokens, task.train, task.valid, task.test)
+    return data, seed, recipe.model, {**recipe.training, **train_options}
 
 
 #: The words of the course package's training-curve figure (``attention_course.seq2seq.plot_loss``,
