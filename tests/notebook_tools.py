@@ -202,6 +202,16 @@ def solved(learner: nbformat.NotebookNode, assignment: str) -> nbformat.Notebook
     return nb
 
 
+def visible_only(nb) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose test cells keep only their visible part (nbgrader's release strips
+    the hidden tests): what a learner's kernel runs. The hidden tests run in the grader only."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if is_test_cell(cell):
+            cell.source = regions.visible(cell.source, regions.HIDDEN_TESTS)
+    return nb
+
+
 def run_in_process(nb, stop_after: str | None = None, fail_fast: bool = False, cell_timeout: int = 600) -> Run:
     """Execute ``nb`` the way one plain kernel would (every cell, tests included, in one
     namespace; no sandbox, no judge), in a fresh in-process IPython shell: far cheaper than

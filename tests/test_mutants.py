@@ -211,6 +211,6 @@ def test_correct_variants_pass_every_test(assignment, chosen):
     labels = {exercise: label for exercise, (label, _) in chosen.items()}
     assert not run.failed, f"correct variants {labels} failed: {run.failed}"
     assert not run.other_errors, f"cells outside the tests raised with the correct variants {labels}: {run.other_errors}"
-    kernel = nbt.run_in_process(nb)
+    kernel = nbt.run_in_process(nbt.visible_only(nb))  # a learner's kernel has no hidden test
     assert kernel.tests and not kernel.failed, f"correct variants {labels} failed in the kernel: {kernel.failed}"
     assert not kernel.other_errors, f"cells outside the tests raised in the kernel with {labels}: {kernel.other_errors}"
