@@ -454,3 +454,21 @@ def test_what_a_notebook_invites_the_learner_to_read_is_in_its_language(english_
         assert obj.__doc__ != english[name] and not english_runs(obj.__doc__), (name, obj.__doc__)
     i18n.use_language(i18n.ENGLISH)
     assert {name: obj.__doc__ for name, obj in objects.items()} == english
+
+
+def test_a_recipe_prints_in_the_language_spoken(english_afterwards):
+    """``print(BAHDANAU)`` in a Chinese notebook (chapters 3, 6, 7, 8 and 10 print their recipe)
+    labels its two lines in Chinese; in English as before. Every recipe of the package."""
+    from attention_course import recipes
+    from test_no_english import english as english_runs
+
+    every = [getattr(recipes, name) for name in recipes.__all__ if isinstance(getattr(recipes, name), recipes.Recipe)]
+    assert len(every) == 6, recipes.__all__
+    i18n.use_language(ZH)
+    for recipe in every:
+        lines = str(recipe).split("\n")
+        assert len(lines) == 2 and all(CJK.search(line) for line in lines) and not english_runs(str(recipe)), str(recipe)
+    i18n.use_language(i18n.ENGLISH)
+    assert str(recipes.BAHDANAU) == ("model: embed_size=32, num_hiddens=64\n"
+                                     "training: num_steps=300, batch_size=64, lr=0.01, eval_every=50")
+
