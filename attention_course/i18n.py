@@ -17,6 +17,8 @@ check (``checks.check_close(..., name="softmax of a float32 array")``) or to a t
 translations: a string literal or f-string that builds such a message, directly or through a
 variable that is used for nothing else (``name = "..."`` then ``name=name + " (...)"``).
 Nothing else in the code changes, so no verdict can: a test passes or fails as in English.
+A failing cell's traceback leaves out the package's own frames (:func:`without_package_frames`): it
+would print their English source lines (the check's ``raise`` and the message before translation).
 An f-string's translation must keep its placeholders (``{shape}``) exactly; one that does not
 is ignored. The grader does the same for the hidden tests (:mod:`autograder.catalogs`).
 """
@@ -598,3 +600,50 @@ def _install_cell_translator(on: bool) -> None:
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, CellTranslator)]
     if on:
         shell.ast_transformers.append(CellTranslator())
+    if not hasattr(shell, "set_custom_exc"):
+        return
+    if on:
+        shell.set_custom_exc((Exception,), _show_error)
+        _active["shell"] = shell
+    elif _active.pop("shell", None) is shell:
+        shell.set_custom_exc((), None)  # IPython's own handling, as before
+
+
+# ----------------------------------------------------------------------------- what a traceback shows
+
+_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+
+
+def without_package_frames(tb, keep_first: bool = False):
+    """The traceback ``tb`` without the frames of the course package's own code (the check that
+    raised, the helpers between a test and the learner's code); its first entry stays with
+    ``keep_first`` (the shell's own, which IPython does not show). A traceback prints each frame's
+    source lines, and the package's are English: its messages before translation, its comments.
+    What is left: the cell's line that called the check, and any frame of the learner's or a
+    library's code. The entries are relinked in place; returns the first one kept (None if none)."""
+    kept, entry = [], tb
+    while entry is not None:
+        if (keep_first and entry is tb) or not entry.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            kept.append(entry)
+        entry = entry.tb_next
+    for earlier, later in zip(kept, kept[1:] + [None]):
+        earlier.tb_next = later
+    return kept[0] if kept else None
+
+
+def _show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler of a cell's error in a kernel that speaks another language than English
+    (``shell.set_custom_exc``): the usual traceback without the package's frames
+    (:func:`without_package_frames`), and so without English source lines; the same for the
+    exceptions it was raised from. A syntax error has no frame of the package: shown as IPython
+    shows it, while the cell is compiled or run."""
+    if issubclass(etype, SyntaxError):
+        shell.showsyntaxerror(running_compiled_code=tb is not None and tb.tb_frame.f_code.co_name == "run_code")
+        return
+    seen, error = {id(value)}, value.__cause__ or value.__context__
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        error.__traceback__ = without_package_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__
+    shell.showtraceback((etype, value, without_package_frames(tb, keep_first=True)), tb_offset=tb_offset,
+                        running_compiled_code=True)

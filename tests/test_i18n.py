@@ -472,3 +472,36 @@ def test_a_recipe_prints_in_the_language_spoken(english_afterwards):
     assert str(recipes.BAHDANAU) == ("model: embed_size=32, num_hiddens=64\n"
                                      "training: num_steps=300, batch_size=64, lr=0.01, eval_every=50")
 
+
+def _shown_error(cell: str, language: str) -> str:
+    """What a fresh IPython shell speaking ``language`` shows (without colours) when ``cell`` fails."""
+    import contextlib
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell(colors="nocolor")
+    out = io.StringIO()
+    try:
+        shell.run_cell(f"from attention_course import i18n\ni18n.use_language({language!r})")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            shell.run_cell(cell)
+    finally:
+        i18n.use_language(i18n.ENGLISH)
+        shell.cleanup()
+    return out.getvalue()
+
+
+def test_a_failing_check_shows_no_english_source_of_the_package(english_afterwards):
+    """A check that fails in a Chinese kernel: the traceback shows the test cell's line and the
+    message, no frame of the package (whose source lines, the check's ``raise`` and the English
+    message it translates, a traceback would print); a frame of the learner's own code that the
+    package called stays. In English, IPython's usual traceback, the package's frames included."""
+    cell = ("import numpy as np\nfrom attention_course import checks\n"
+            "checks.check_close(np.zeros(2), np.ones(2), name='x', likely=lambda: {'a mistake': 1 / 0})")
+    shown = _shown_error(cell, ZH)
+    assert "ZeroDivisionError" in shown and "likely=lambda: {'a mistake': 1 / 0}" in shown, shown
+    assert str(nbt.ROOT / "attention_course") not in shown and "checks.py" not in shown and "raise" not in shown, shown
+    shown = _shown_error("from attention_course import checks\nchecks.check_shape([1, 2], (3,), name='x')", ZH)
+    assert shown.count("File ") == 1 and "x：" in shown and not re.search(r"expected|got|_\(", shown), shown
+    shown = _shown_error("from attention_course import checks\nchecks.check_shape([1, 2], (3,), name='x')", i18n.ENGLISH)
+    assert "checks.py" in shown and "x: " in shown, shown
