@@ -337,6 +337,26 @@ def test_the_formulas_of_a_chinese_notebook_say_no_english_word():
     assert not left, f"{len(left)} Markdown cells of the Chinese notebooks hold English words in formulas:\n" + "\n".join(left)
 
 
+
+def test_the_formulas_of_the_chinese_book_say_no_english_word():
+    r"""The Chinese book's formulas: a displayed one is an entry of its page's catalog (translated
+    there, ``\text{高斯核：}``); one inside a paragraph is kept exactly by the translation
+    (tests/test_translations.py), so the English writes no word of prose in it."""
+    left = []
+    for path in sorted((nbt.ROOT / "locale" / ZH / "LC_MESSAGES" / "book").glob("*.po")):
+        page = (nbt.ROOT / "book" / f"{path.stem}.md").read_text(encoding="utf-8").splitlines()
+        with path.open("rb") as f:
+            for message in read_po(f):
+                if not message.id or not message.string or not message.locations:
+                    continue
+                line = message.locations[0][1] or 0
+                display = 0 < line <= len(page) and page[line - 1].lstrip().startswith("$$")
+                found = english_in_formulas(f"$${message.string}$$" if display else str(message.string))
+                if found:
+                    left.append(f"{path.stem}:{line}: {found}")
+    assert not left, f"{len(left)} formulas of the Chinese book hold English words:\n" + "\n".join(left)
+
+
 # ----------------------------------------------------------------------------- one word per concept
 
 
