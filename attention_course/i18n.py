@@ -33,6 +33,7 @@ import copy
 import functools
 import gettext as _gettext
 import json
+import linecache
 import os
 import sys
 import warnings
@@ -556,6 +557,41 @@ def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
     return ast.fix_missing_locations(tree)
 
 
+def translated_lines(source: str, translate: Callable[[str], str] | None = None) -> str:
+    """A cell's code as a traceback prints it in a kernel that speaks another language: line for
+    line the same, each message text that fits on one line (:func:`message_texts`,
+    :func:`mistake_texts`) replaced by its translation, as the cell ran it (:func:`translate_tree`,
+    with the helpers known so far); unchanged when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    helpers = dict(_active["helpers"])
+    helpers.update(message_parameters(tree, helpers))
+    texts = {id(t): t for t in message_texts(tree, helpers=helpers) + mistake_texts(tree) if t.lineno == t.end_lineno}
+    before = {key: ast.unparse(text) for key, text in texts.items()}
+    translate_tree(tree, translate, helpers=helpers)
+    lines = source.splitlines(keepends=True)
+    for key, text in sorted(texts.items(), key=lambda item: (item[1].lineno, item[1].col_offset), reverse=True):
+        after = ast.unparse(text)
+        if after != before[key]:
+            line = lines[text.lineno - 1].encode()  # the offsets count UTF-8 bytes
+            written = line[text.col_offset:text.end_col_offset].decode()
+            lines[text.lineno - 1] = (line[:text.col_offset] + _quoted_as(written, after).encode()
+                                      + line[text.end_col_offset:]).decode()
+    return "".join(lines)
+
+
+def _quoted_as(written: str, literal: str) -> str:
+    """``literal`` (``ast.unparse``'s, in single quotes) in the double quotes ``written`` used, where
+    it holds none: the line reads as the cell wrote it."""
+    prefix = len(literal) - len(literal.lstrip("rbfuRBFU"))
+    body = literal[prefix + 1:-1]
+    if written.lstrip("rbfuRBFU").startswith('"') and literal[prefix:prefix + 1] == "'" and '"' not in body:
+        return literal[:prefix] + '"' + body.replace("\\'", "'") + '"'
+    return literal
+
+
 def translate_source(source: str, translate: Callable[[str], str] | None = None) -> str:
     """A cell's code with its messages translated (:func:`translate_tree`); unchanged when it
     does not parse or there is nothing to translate."""
@@ -635,15 +671,29 @@ def _show_error(shell, etype, value, tb, tb_offset=None):
     """IPython's handler of a cell's error in a kernel that speaks another language than English
     (``shell.set_custom_exc``): the usual traceback without the package's frames
     (:func:`without_package_frames`), and so without English source lines; the same for the
-    exceptions it was raised from. A syntax error has no frame of the package: shown as IPython
+    exceptions it was raised from. A cell's lines are printed with their messages translated, as
+    the cell ran them (:func:`translated_lines`). A syntax error has no frame of the package: shown as IPython
     shows it, while the cell is compiled or run."""
     if issubclass(etype, SyntaxError):
         shell.showsyntaxerror(running_compiled_code=tb is not None and tb.tb_frame.f_code.co_name == "run_code")
         return
-    seen, error = {id(value)}, value.__cause__ or value.__context__
+    tracebacks, error = [without_package_frames(tb, keep_first=True)], value.__cause__ or value.__context__
+    seen = {id(value)}
     while error is not None and id(error) not in seen:
         seen.add(id(error))
         error.__traceback__ = without_package_frames(error.__traceback__)
+        tracebacks.append(error.__traceback__)
         error = error.__cause__ or error.__context__
-    shell.showtraceback((etype, value, without_package_frames(tb, keep_first=True)), tb_offset=tb_offset,
-                        running_compiled_code=True)
+    cells, shown = getattr(getattr(shell, "compile", None), "_filename_map", {}), {}
+    for entry in tracebacks:
+        while entry is not None:
+            name = entry.tb_frame.f_code.co_filename
+            if name in cells and name not in shown and isinstance(linecache.cache.get(name), tuple):
+                shown[name] = linecache.cache[name]
+                size, mtime, lines, full = shown[name]
+                linecache.cache[name] = (size, mtime, translated_lines("".join(lines)).splitlines(keepends=True), full)
+            entry = entry.tb_next
+    try:
+        shell.showtraceback((etype, value, tracebacks[0]), tb_offset=tb_offset, running_compiled_code=True)
+    finally:
+        linecache.cache.update(shown)  # the cell's own lines again, for anything that reads them later

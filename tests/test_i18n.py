@@ -492,16 +492,19 @@ def _shown_error(cell: str, language: str) -> str:
 
 
 def test_a_failing_check_shows_no_english_source_of_the_package(english_afterwards):
-    """A check that fails in a Chinese kernel: the traceback shows the test cell's line and the
-    message, no frame of the package (whose source lines, the check's ``raise`` and the English
-    message it translates, a traceback would print); a frame of the learner's own code that the
-    package called stays. In English, IPython's usual traceback, the package's frames included."""
+    """A check that fails in a Chinese kernel: the traceback shows the test cell's line, with its
+    words (``name=``) as the cell ran them, translated, and the message; no frame of the package
+    (whose source lines, the check's ``raise`` and the English message it translates, a traceback
+    would print); a frame of the learner's own code that the package called stays. In English,
+    IPython's usual traceback, the package's frames included."""
     cell = ("import numpy as np\nfrom attention_course import checks\n"
             "checks.check_close(np.zeros(2), np.ones(2), name='x', likely=lambda: {'a mistake': 1 / 0})")
     shown = _shown_error(cell, ZH)
     assert "ZeroDivisionError" in shown and "likely=lambda: {'a mistake': 1 / 0}" in shown, shown
     assert str(nbt.ROOT / "attention_course") not in shown and "checks.py" not in shown and "raise" not in shown, shown
-    shown = _shown_error("from attention_course import checks\nchecks.check_shape([1, 2], (3,), name='x')", ZH)
-    assert shown.count("File ") == 1 and "x：" in shown and not re.search(r"expected|got|_\(", shown), shown
+    shown = _shown_error(f"from attention_course import checks\nchecks.check_equal(1, 2, name={NAME!r})", ZH)
+    chinese = "CausalSelfAttention(8, 2) 的参数（一个融合的 W_qkv 和一个 W_o）"
+    assert shown.count("File ") == 1 and NAME not in shown and f"name='{chinese}')" in shown, shown  # the cell's line too
+    assert not re.search(r"expected|got|_\(", shown), shown
     shown = _shown_error("from attention_course import checks\nchecks.check_shape([1, 2], (3,), name='x')", i18n.ENGLISH)
     assert "checks.py" in shown and "x: " in shown, shown
