@@ -37,6 +37,7 @@ import linecache
 import os
 import sys
 import warnings
+import weakref
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -640,8 +641,8 @@ def _install_cell_translator(on: bool) -> None:
         return
     if on:
         shell.set_custom_exc((Exception,), _show_error)
-        _active["shell"] = shell
-    elif _active.pop("shell", None) is shell:
+        _active["shell"] = weakref.ref(shell)  # not kept alive by the package
+    elif (_active.pop("shell", None) or (lambda: None))() is shell:
         shell.set_custom_exc((), None)  # IPython's own handling, as before
 
 
