@@ -68,12 +68,15 @@ class Recipe:
         return -(-steps // self.steps_per_cell) if self.steps_per_cell else 1
 
     def __str__(self) -> str:
-        def listed(values: Mapping[str, Any]) -> str:
-            return ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
-                             for name, value in values.items())
-
         return "\n".join([gettext("model: {sizes}").format(sizes=listed(self.model)),
                           gettext("training: {arguments}").format(arguments=listed(self.training))])
+
+
+def listed(values: Mapping[str, Any]) -> str:
+    """A recipe's sizes or training arguments in one line, ``name=value, ...`` (a float as ``:g``
+    writes it): what ``str(recipe)`` and the book's printouts show."""
+    return ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+                     for name, value in values.items())
 
 
 #: Chapter 3: a GRU encoder and a Bahdanau decoder on the dates
