@@ -17,6 +17,8 @@ check (``checks.check_close(..., name="softmax of a float32 array")``) or to a t
 translations: a string literal or f-string that builds such a message, directly or through a
 variable that is used for nothing else (``name = "..."`` then ``name=name + " (...)"``).
 Nothing else in the code changes, so no verdict can: a test passes or fails as in English.
+A failing cell's traceback leaves out the package's own frames (:func:`without_package_frames`): it
+would print their English source lines (the check's ``raise`` and the message before translation).
 An f-string's translation must keep its placeholders (``{shape}``) exactly; one that does not
 is ignored. The grader does the same for the hidden tests (:mod:`autograder.catalogs`).
 """
@@ -31,9 +33,11 @@ import copy
 import functools
 import gettext as _gettext
 import json
+import linecache
 import os
 import sys
 import warnings
+import weakref
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -554,6 +558,41 @@ def translate_tree(tree: ast.AST, translate: Callable[[str], str] | None = None,
     return ast.fix_missing_locations(tree)
 
 
+def translated_lines(source: str, translate: Callable[[str], str] | None = None) -> str:
+    """A cell's code as a traceback prints it in a kernel that speaks another language: line for
+    line the same, each message text that fits on one line (:func:`message_texts`,
+    :func:`mistake_texts`) replaced by its translation, as the cell ran it (:func:`translate_tree`,
+    with the helpers known so far); unchanged when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    helpers = dict(_active["helpers"])
+    helpers.update(message_parameters(tree, helpers))
+    texts = {id(t): t for t in message_texts(tree, helpers=helpers) + mistake_texts(tree) if t.lineno == t.end_lineno}
+    before = {key: ast.unparse(text) for key, text in texts.items()}
+    translate_tree(tree, translate, helpers=helpers)
+    lines = source.splitlines(keepends=True)
+    for key, text in sorted(texts.items(), key=lambda item: (item[1].lineno, item[1].col_offset), reverse=True):
+        after = ast.unparse(text)
+        if after != before[key]:
+            line = lines[text.lineno - 1].encode()  # the offsets count UTF-8 bytes
+            written = line[text.col_offset:text.end_col_offset].decode()
+            lines[text.lineno - 1] = (line[:text.col_offset] + _quoted_as(written, after).encode()
+                                      + line[text.end_col_offset:]).decode()
+    return "".join(lines)
+
+
+def _quoted_as(written: str, literal: str) -> str:
+    """``literal`` (``ast.unparse``'s, in single quotes) in the double quotes ``written`` used, where
+    it holds none: the line reads as the cell wrote it."""
+    prefix = len(literal) - len(literal.lstrip("rbfuRBFU"))
+    body = literal[prefix + 1:-1]
+    if written.lstrip("rbfuRBFU").startswith('"') and literal[prefix:prefix + 1] == "'" and '"' not in body:
+        return literal[:prefix] + '"' + body.replace("\\'", "'") + '"'
+    return literal
+
+
 def translate_source(source: str, translate: Callable[[str], str] | None = None) -> str:
     """A cell's code with its messages translated (:func:`translate_tree`); unchanged when it
     does not parse or there is nothing to translate."""
@@ -598,3 +637,64 @@ def _install_cell_translator(on: bool) -> None:
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, CellTranslator)]
     if on:
         shell.ast_transformers.append(CellTranslator())
+    if not hasattr(shell, "set_custom_exc"):
+        return
+    if on:
+        shell.set_custom_exc((Exception,), _show_error)
+        _active["shell"] = weakref.ref(shell)  # not kept alive by the package
+    elif (_active.pop("shell", None) or (lambda: None))() is shell:
+        shell.set_custom_exc((), None)  # IPython's own handling, as before
+
+
+# ----------------------------------------------------------------------------- what a traceback shows
+
+_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+
+
+def without_package_frames(tb, keep_first: bool = False):
+    """The traceback ``tb`` without the frames of the course package's own code (the check that
+    raised, the helpers between a test and the learner's code); its first entry stays with
+    ``keep_first`` (the shell's own, which IPython does not show). A traceback prints each frame's
+    source lines, and the package's are English: its messages before translation, its comments.
+    What is left: the cell's line that called the check, and any frame of the learner's or a
+    library's code. The entries are relinked in place; returns the first one kept (None if none)."""
+    kept, entry = [], tb
+    while entry is not None:
+        if (keep_first and entry is tb) or not entry.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            kept.append(entry)
+        entry = entry.tb_next
+    for earlier, later in zip(kept, kept[1:] + [None]):
+        earlier.tb_next = later
+    return kept[0] if kept else None
+
+
+def _show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler of a cell's error in a kernel that speaks another language than English
+    (``shell.set_custom_exc``): the usual traceback without the package's frames
+    (:func:`without_package_frames`), and so without English source lines; the same for the
+    exceptions it was raised from. A cell's lines are printed with their messages translated, as
+    the cell ran them (:func:`translated_lines`). A syntax error has no frame of the package: shown as IPython
+    shows it, while the cell is compiled or run."""
+    if issubclass(etype, SyntaxError):
+        shell.showsyntaxerror(running_compiled_code=tb is not None and tb.tb_frame.f_code.co_name == "run_code")
+        return
+    tracebacks, error = [without_package_frames(tb, keep_first=True)], value.__cause__ or value.__context__
+    seen = {id(value)}
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        error.__traceback__ = without_package_frames(error.__traceback__)
+        tracebacks.append(error.__traceback__)
+        error = error.__cause__ or error.__context__
+    cells, shown = getattr(getattr(shell, "compile", None), "_filename_map", {}), {}
+    for entry in tracebacks:
+        while entry is not None:
+            name = entry.tb_frame.f_code.co_filename
+            if name in cells and name not in shown and isinstance(linecache.cache.get(name), tuple):
+                shown[name] = linecache.cache[name]
+                size, mtime, lines, full = shown[name]
+                linecache.cache[name] = (size, mtime, translated_lines("".join(lines)).splitlines(keepends=True), full)
+            entry = entry.tb_next
+    try:
+        shell.showtraceback((etype, value, tracebacks[0]), tb_offset=tb_offset, running_compiled_code=True)
+    finally:
+        linecache.cache.update(shown)  # the cell's own lines again, for anything that reads them later

@@ -22,6 +22,8 @@ import dataclasses
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from attention_course.i18n import gettext
+
 __all__ = ["Recipe", "BAHDANAU", "ENCODER", "WINDOW_MLP", "TRANSFORMER", "DECODER_ONLY", "INDUCTION"]
 
 
@@ -48,7 +50,9 @@ class Recipe:
       seconds per cell on a slow machine (``make validate-slow`` checks at half a core).
       The pauses change nothing in the run.
 
-    ``str(recipe)`` lists the sizes and the training arguments in one line each.
+    ``str(recipe)`` lists the sizes and the training arguments in one line each, labelled in the
+    language the package speaks (:func:`attention_course.i18n.use_language`): a Chinese notebook's
+    ``print(BAHDANAU)`` says 模型 and 训练.
     """
 
     model: Mapping[str, Any]
@@ -64,11 +68,15 @@ class Recipe:
         return -(-steps // self.steps_per_cell) if self.steps_per_cell else 1
 
     def __str__(self) -> str:
-        def listed(values: Mapping[str, Any]) -> str:
-            return ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
-                             for name, value in values.items())
+        return "\n".join([gettext("model: {sizes}").format(sizes=listed(self.model)),
+                          gettext("training: {arguments}").format(arguments=listed(self.training))])
 
-        return f"model: {listed(self.model)}\ntraining: {listed(self.training)}"
+
+def listed(values: Mapping[str, Any]) -> str:
+    """A recipe's sizes or training arguments in one line, ``name=value, ...`` (a float as ``:g``
+    writes it): what ``str(recipe)`` and the book's printouts show."""
+    return ", ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+                     for name, value in values.items())
 
 
 #: Chapter 3: a GRU encoder and a Bahdanau decoder on the dates

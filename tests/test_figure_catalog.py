@@ -269,3 +269,46 @@ def test_a_heat_maps_table_shows_what_its_cells_say():
     assert re.findall(r"<td>([^<]*)</td>", first) == ["", "0", "−∞", "0", "0"]
     assert re.findall(r"<td>([^<]*)</td>", second) == ["", "1.00", "0.00", "1.00", "1.00"]
     assert re.findall(r"<caption>([^<]*)</caption>", tables) == ["rows: query; columns: key"] * 2
+
+
+def _page_code_cells(page: Path) -> list[str]:
+    """The code of a book page's ``{code-cell}`` blocks (their option header left out)."""
+    cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    return [re.sub(r"\A---\n.*?\n---\n", "", cell, flags=re.S) for cell in cells]
+
+
+def test_a_page_shows_a_recipe_in_the_chinese_book_in_chinese(monkeypatch):
+    """``print(BAHDANAU)`` on a page printed 'model: ...' / 'training: ...' in the Chinese book too:
+    the build translates only the messages the figure code records. A page shows a recipe through
+    ``figures.training.describe_recipe`` (or a describe_* built on it), whose two lines the catalog
+    translates; no page prints a recipe, or formats one, itself."""
+    import ast
+
+    from attention_course import recipes
+    from figures.training import describe_recipe
+
+    names = {n for n in recipes.__all__ if isinstance(getattr(recipes, n), recipes.Recipe)}
+    bare = []
+    for page in sorted((REPO / "book").glob("*.md")):
+        for source in _page_code_cells(page):
+            for node in ast.walk(ast.parse(source)):
+                shown = (node.args if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("print", "str")
+                         else [node.value] if isinstance(node, ast.FormattedValue) else [])
+                bare += [f"{page.name}: {ast.unparse(node)}" for arg in shown if getattr(arg, "id", None) in names]
+    assert not bare, "pages that print a recipe themselves (English in the Chinese book):\n  " + "\n  ".join(bare)
+    catalog = translated_outputs.read_catalog(REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "figures.po")
+    monkeypatch.setattr(i18n, "_hooked", True)
+    from figures.ch06 import describe_recipes
+
+    shows = [(lambda recipe=getattr(recipes, name): describe_recipe(recipe)) for name in sorted(names)]
+    shows.append(lambda: describe_recipes({"encoder": recipes.ENCODER, "window": recipes.WINDOW_MLP}))
+    for show in shows:
+        i18n._start_cell()
+        text = show() + "\n"
+        outputs = [{"output_type": "stream", "name": "stdout", "text": text},
+                   {"output_type": "display_data", "metadata": {},
+                    "data": {i18n.MIME: {"messages": i18n._messages(), "cells": i18n._padded_cells()}}}]
+        chinese = translated_outputs.translate_outputs(outputs, catalog, text)[0]["text"]
+        assert not re.search(r"\b(model|training):", chinese) and re.search(r"[\u4e00-\u9fff]", chinese), chinese
+    assert describe_recipe(recipes.BAHDANAU) == str(recipes.BAHDANAU)  # the English book prints what print() did
+    i18n._start_cell()

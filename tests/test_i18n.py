@@ -454,3 +454,57 @@ def test_what_a_notebook_invites_the_learner_to_read_is_in_its_language(english_
         assert obj.__doc__ != english[name] and not english_runs(obj.__doc__), (name, obj.__doc__)
     i18n.use_language(i18n.ENGLISH)
     assert {name: obj.__doc__ for name, obj in objects.items()} == english
+
+
+def test_a_recipe_prints_in_the_language_spoken(english_afterwards):
+    """``print(BAHDANAU)`` in a Chinese notebook (chapters 3, 6, 7, 8 and 10 print their recipe)
+    labels its two lines in Chinese; in English as before. Every recipe of the package."""
+    from attention_course import recipes
+    from test_no_english import english as english_runs
+
+    every = [getattr(recipes, name) for name in recipes.__all__ if isinstance(getattr(recipes, name), recipes.Recipe)]
+    assert len(every) == 6, recipes.__all__
+    i18n.use_language(ZH)
+    for recipe in every:
+        lines = str(recipe).split("\n")
+        assert len(lines) == 2 and all(CJK.search(line) for line in lines) and not english_runs(str(recipe)), str(recipe)
+    i18n.use_language(i18n.ENGLISH)
+    assert str(recipes.BAHDANAU) == ("model: embed_size=32, num_hiddens=64\n"
+                                     "training: num_steps=300, batch_size=64, lr=0.01, eval_every=50")
+
+
+def _shown_error(cell: str, language: str) -> str:
+    """What a fresh IPython shell speaking ``language`` shows (without colours) when ``cell`` fails."""
+    import contextlib
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell(colors="nocolor")
+    out = io.StringIO()
+    try:
+        shell.run_cell(f"from attention_course import i18n\ni18n.use_language({language!r})")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            shell.run_cell(cell)
+    finally:
+        i18n.use_language(i18n.ENGLISH)
+        shell.cleanup()
+    return out.getvalue()
+
+
+def test_a_failing_check_shows_no_english_source_of_the_package(english_afterwards):
+    """A check that fails in a Chinese kernel: the traceback shows the test cell's line, with its
+    words (``name=``) as the cell ran them, translated, and the message; no frame of the package
+    (whose source lines, the check's ``raise`` and the English message it translates, a traceback
+    would print); a frame of the learner's own code that the package called stays. In English,
+    IPython's usual traceback, the package's frames included."""
+    cell = ("import numpy as np\nfrom attention_course import checks\n"
+            "checks.check_close(np.zeros(2), np.ones(2), name='x', likely=lambda: {'a mistake': 1 / 0})")
+    shown = _shown_error(cell, ZH)
+    assert "ZeroDivisionError" in shown and "likely=lambda: {'a mistake': 1 / 0}" in shown, shown
+    assert str(nbt.ROOT / "attention_course") not in shown and "checks.py" not in shown and "raise" not in shown, shown
+    shown = _shown_error(f"from attention_course import checks\nchecks.check_equal(1, 2, name={NAME!r})", ZH)
+    chinese = "CausalSelfAttention(8, 2) 的参数（一个融合的 W_qkv 和一个 W_o）"
+    assert shown.count("File ") == 1 and NAME not in shown and f"name='{chinese}')" in shown, shown  # the cell's line too
+    assert not re.search(r"expected|got|_\(", shown), shown
+    shown = _shown_error("from attention_course import checks\nchecks.check_shape([1, 2], (3,), name='x')", i18n.ENGLISH)
+    assert "checks.py" in shown and "x: " in shown, shown

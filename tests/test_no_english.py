@@ -294,6 +294,69 @@ def test_the_docstrings_and_comments_of_a_chinese_notebook_are_chinese():
     assert not left, f"{len(left)} pieces keep English:\n" + "\n".join(left[:10])
 
 
+# ----------------------------------------------------------------------------- the words inside formulas
+
+_MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.S)
+_MATH_TEXT = re.compile(r"\\(?:text|textrm|textit|textbf|mbox)\{([^{}]*)\}")
+#: what a formula's ``\text{...}`` may say in English in the Chinese edition: a symbol's name, as the papers
+#: and the code write it (``d_{\text{model}}``, ``\text{head}_i``, ``\text{lse}``, ``\text{embed}(\text{tokens})``),
+#: never a word of the sentence (``\text{swap } T \text{ and } h``, ``2 \times \text{layers}``)
+NOTATION = {"model", "head", "ff", "lse", "base", "warmup", "lr", "step", "logits", "pad", "mask", "self", "cross",
+            "ids", "col", "out", "embed", "unembed", "attention", "tokens", "previous", "induction", "scores", "memory"}
+
+
+def english_in_formulas(markdown: str) -> list[str]:
+    r"""The ``\text{...}`` of ``markdown``'s formulas (outside the notes' quotations “…”) that hold an
+    English word that is not a symbol's name (:data:`NOTATION`), code (``num\_layers``) or a name
+    kept as it is (:data:`KEPT`), or two words (``\text{causal mask}``: a phrase)."""
+    found = []
+    for formula in _MATH.finditer(re.sub(r"“[^”]*”", " ", markdown)):
+        for text in _MATH_TEXT.finditer(formula.group(0)):
+            words = re.findall(r"[A-Za-z][A-Za-z\\_-]+", text.group(1))
+            prose = [w for w in words if "_" not in w and not re.fullmatch(r"[A-Z]{2,}", w)]  # code, an acronym
+            if len(prose) > 1 or [w for w in prose if w not in NOTATION and w not in KEPT and w.lower() not in KEPT]:
+                found.append(text.group(0))
+    return found
+
+
+def test_the_formula_detector_finds_words_and_leaves_names():
+    assert english_in_formulas(r"$$\xrightarrow{\ \text{swap } T \text{ and } h\ }$$ 与 $2 \times \text{layers} \times t$"
+                               r"，$\text{causal mask}$") == [r"\text{swap }", r"\text{ and }", r"\text{layers}",
+                                                             r"\text{causal mask}"]
+    assert english_in_formulas(r"$d_{\text{model}}$、$0.02/\sqrt{2 \cdot \text{num\_layers}}$、$\text{head}_i$、"
+                               r"$e^{\text{NaN}}$，笔记写作“$\text{Attention}(q)$”，`\text{not a formula}`") == []
+
+
+def test_the_formulas_of_a_chinese_notebook_say_no_english_word():
+    r"""A formula is copied into the Chinese notebook as it is (the catalogs never change one): a word
+    of prose in its ``\text{...}`` (``\text{swap } T \text{ and } h``, ``\text{length}^{\alpha}``)
+    stays English there, so the English writes none; a symbol's name is notation."""
+    left = [f"{assignment}: {found}" for assignment, _, chinese in _chinese_notebooks()
+            for cell in chinese.cells if cell.cell_type == "markdown"
+            for found in [english_in_formulas(cell.source)] if found]
+    assert not left, f"{len(left)} Markdown cells of the Chinese notebooks hold English words in formulas:\n" + "\n".join(left)
+
+
+
+def test_the_formulas_of_the_chinese_book_say_no_english_word():
+    r"""The Chinese book's formulas: a displayed one is an entry of its page's catalog (translated
+    there, ``\text{高斯核：}``); one inside a paragraph is kept exactly by the translation
+    (tests/test_translations.py), so the English writes no word of prose in it."""
+    left = []
+    for path in sorted((nbt.ROOT / "locale" / ZH / "LC_MESSAGES" / "book").glob("*.po")):
+        page = (nbt.ROOT / "book" / f"{path.stem}.md").read_text(encoding="utf-8").splitlines()
+        with path.open("rb") as f:
+            for message in read_po(f):
+                if not message.id or not message.string or not message.locations:
+                    continue
+                line = message.locations[0][1] or 0
+                display = 0 < line <= len(page) and page[line - 1].lstrip().startswith("$$")
+                found = english_in_formulas(f"$${message.string}$$" if display else str(message.string))
+                if found:
+                    left.append(f"{path.stem}:{line}: {found}")
+    assert not left, f"{len(left)} formulas of the Chinese book hold English words:\n" + "\n".join(left)
+
+
 # ----------------------------------------------------------------------------- one word per concept
 
 

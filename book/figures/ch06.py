@@ -35,6 +35,7 @@ from attention_course.training import init_transformer_weights
 from attention_course.twins import to_torch_encoder_layer
 from figures.describe import finding
 from figures.i18n import N_, _, padded
+from figures.training import recipe_lines
 
 __all__ = [
     "embedding_scales",
@@ -568,8 +569,8 @@ def describe_ceiling(ceiling: dict[str, float]) -> str:
 
 def describe_recipes(recipes: dict) -> str:
     """One line per recipe (``{name: Recipe}``): what trains each of the page's models."""
-    return "\n".join(_("{name} recipe: {recipe}", name=_(name), recipe=str(recipe).replace("\n", "; "))
-                     for name, recipe in recipes.items())
+    return "\n".join(_("{name} recipe: {model}; {training}", name=_(name), model=model, training=training)
+                     for name, recipe in recipes.items() for model, training in [recipe_lines(recipe)])
 
 
 def describe_runs(runs: dict) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attention_course.recipes import Recipe, listed
 from figures.describe import finding
 from figures.i18n import N_, _
 
@@ -87,6 +88,18 @@ LOSS_FIGURE_WORDS = (N_("training loss (one batch)"), N_("training loss (mean of
                      N_("GPT on the dates as prompts: training and validation loss"))
 #: The words of ``attention_course.seq2seq.plot_alignment``'s figure.
 ALIGNMENT_FIGURE_WORDS = (N_("source character"), N_("output character"))
+
+
+def recipe_lines(recipe: Recipe) -> tuple[str, str]:
+    """``str(recipe)``'s two lines, the model's sizes and the training's arguments, each a message
+    the Chinese book says in Chinese."""
+    return (_("model: {sizes}", sizes=listed(recipe.model)),
+            _("training: {arguments}", arguments=listed(recipe.training)))
+
+
+def describe_recipe(recipe: Recipe) -> str:
+    """What ``print(recipe)`` shows, in the book's language (:func:`recipe_lines`)."""
+    return "\n".join(recipe_lines(recipe))
 
 
 def describe_run(history: dict, accuracy: float, count: int) -> str:
