@@ -65,7 +65,7 @@ def survivors(assignment: str, train: bool) -> tuple[int, list[str], int, list[s
     for exercise, label, source in variants:
         if exercise.startswith("answer_"):
             continue
-        nb = test_mutants._only_tests_reaching(nbt.with_cell_source(without_training, exercise, source), exercise, source)
+        nb = test_mutants._only_tests_reaching(nbt.with_cell_source(without_training, exercise, source), [source])
         if _run(nb):
             continue
         if train and _run(nbt.with_cell_source(base, exercise, source)):
