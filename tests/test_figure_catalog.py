@@ -272,9 +272,10 @@ def test_a_heat_maps_table_shows_what_its_cells_say():
 
 
 def _page_code_cells(page: Path) -> list[str]:
-    """The code of a book page's ``{code-cell}`` blocks (their option header left out)."""
+    """The code of a book page's ``{code-cell}`` blocks (their options left out: a ``---`` block or
+    ``:key: value`` lines)."""
     cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
-    return [re.sub(r"\A---\n.*?\n---\n", "", cell, flags=re.S) for cell in cells]
+    return [re.sub(r"\A(---\n.*?\n---\n|(:[\w-]+:[^\n]*\n)+)", "", cell, flags=re.S) for cell in cells]
 
 
 def test_a_page_shows_a_recipe_in_the_chinese_book_in_chinese(monkeypatch):
