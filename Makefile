@@ -120,7 +120,7 @@ $(AXE): package.json package-lock.json
 
 # Every test: unit tests, notebooks, mutants, grading end to end, the book.
 test: install system $(AXE)
-	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup
+	BOOK_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(JOBS) --dist loadgroup --durations=25
 
 # The quick tests only (no notebook runs, no book build).
 test-fast: install
