@@ -156,7 +156,7 @@ WORDS = {"f(x) for x of shape (2, 3)": "形状为 (2, 3) 的 x 的 f(x)", " (one
 def _shape_of(tree: ast.AST) -> str:
     """``tree`` with the text of its strings taken out: an f-string keeps only its placeholders,
     in order of appearance."""
-    tree = copy.deepcopy(tree)
+    tree = i18n.copy_tree(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             node.value = ""
@@ -225,6 +225,25 @@ def test_an_f_string_translation_that_loses_a_placeholder_is_ignored():
     for broken in ("权重", "形状为 {shape} 的权重", "形状为 {w.shape} 的权重 {w.shape}", "{w.shape"):
         assert i18n.translate_source(source, lambda s, broken=broken: broken) == source
     assert "形状为 {w.shape} 的权重" in i18n.translate_source(source, lambda s: "形状为 {w.shape} 的权重")
+
+
+def test_a_copied_tree_leaves_behind_what_other_code_hung_on_its_nodes():
+    """``executing`` (IPython's tracebacks) sets a ``parent`` on every node it reads, the parser's
+    shared ``Load`` context included: a translated placeholder's copy (:func:`i18n.copy_tree`) holds
+    the same code and none of it, where ``copy.deepcopy`` dragged the whole foreign tree along."""
+    tree = ast.parse("checks.check_equal(x, 1, name=f'{a.b[0]!r:>4} of {len(y)}')")
+    shared = next(n.ctx for n in ast.walk(tree) if isinstance(n, ast.Name))
+    had, before = hasattr(shared, "parent"), getattr(shared, "parent", None)
+    shared.parent = ast.parse("x = 1\n" * 500)
+    try:
+        copied = i18n.copy_tree(tree)
+        assert ast.dump(copied, include_attributes=True) == ast.dump(tree, include_attributes=True)
+        assert not any(hasattr(node, "parent") for node in ast.walk(copied))
+    finally:
+        if had:
+            shared.parent = before
+        else:
+            del shared.parent
 
 
 def test_every_test_translated_is_the_same_code_and_every_translation_applies():
