@@ -224,7 +224,7 @@ def train_chapter(chapter: str, seed: int, order: str = "solution", device: str 
             "score": score}
 
 
-def _score(chapter: str, value: float, bar: bool = False) -> str:
+def score_text(chapter: str, value: float, bar: bool = False) -> str:
     """A score or a bar as printed: nats of loss, or a percentage (a bar without decimals)."""
     return f"{value:.3f} nats" if chapter in LOWER_IS_BETTER else f"{value:.0%}" if bar else f"{value:.2%}"
 
@@ -252,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 run = train_chapter(chapter, seed, order)
                 runs.append(run)
                 print(f"{chapter} {order} seed {seed}: {run['steps']} steps in {run['cpu_seconds']:.1f} CPU s "
-                      f"({run['seconds']:.1f} s wall); {metric} {_score(chapter, run['score'])} (bar "
-                      f"{_score(chapter, recipe.bar, bar=True)})", flush=True)
+                      f"({run['seconds']:.1f} s wall); {metric} {score_text(chapter, run['score'])} (bar "
+                      f"{score_text(chapter, recipe.bar, bar=True)})", flush=True)
         slowest = max(r["cpu_seconds"] for r in runs)
         lower = chapter in LOWER_IS_BETTER
         worst = (max if lower else min)(r["score"] for r in runs)
@@ -264,9 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         if slowest > BUDGET_S:
             over.append(chapter)
         print(f"{chapter}: slowest {slowest:.1f} CPU s ({'within' if slowest <= BUDGET_S else 'over'} the "
-              f"{BUDGET_S:g} s aim), {'highest' if lower else 'lowest'} {metric} {_score(chapter, worst)}, "
+              f"{BUDGET_S:g} s aim), {'highest' if lower else 'lowest'} {metric} {score_text(chapter, worst)}, "
               + (f"{beyond:.3f} nats under" if lower else f"{100 * beyond:+.1f} points over")
-              + f" the bar of {_score(chapter, recipe.bar, bar=True)} over seeds {', '.join(map(str, args.seeds))} and draw orders "
+              + f" the bar of {score_text(chapter, recipe.bar, bar=True)} over seeds {', '.join(map(str, args.seeds))} and draw orders "
               f"{', '.join(orders)}", flush=True)
     margins = f"{100 * MARGIN:g} points" + "".join(f" ({c}: {MARGINS[c]:g} nats)" for c in args.chapters if c in MARGINS)
     print(f"budget: {'less than ' + margins + ' beyond the bar: ' + ', '.join(missed) if missed else 'every chapter at least ' + margins + ' beyond its bar'}; "
