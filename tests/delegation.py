@@ -308,20 +308,13 @@ def shortcut_assignments() -> list[str]:
     return [a for a in nbt.assignments() if forbidden_exercises(nbt.read(nbt.source_notebook(a)))]
 
 
-#: The one chapter that trains whose shortcut submission the graded batch grades: its training is
-#: the course's shortest (about 8 CPU-seconds; chapters 6 to 8 take 20 to 50), and it shows that a
-#: shortcut in one exercise costs the trained model's test nothing.
-TRAINED_SHORTCUT_CHAPTER = "ch10_what_attention_learns"
-
-
 def graded_shortcut_assignments() -> list[str]:
     """The chapters whose shortcut submission tests/test_grading.py grades end to end: those with a
-    forbidden list that do not train, and :data:`TRAINED_SHORTCUT_CHAPTER`. The other chapters'
-    lists are proved where it is cheap: the grader's scan and the kernel's trip-wire meet every
+    forbidden list that do not train, and ``notebook_tools.SHORTEST_TRAINING``, which shows that a
+    shortcut in one exercise costs the trained model's test nothing. The other chapters' lists are proved where it is cheap: the grader's scan and the kernel's trip-wire meet every
     exercise of every chapter (tests/test_shortcuts.py), and retraining chapters 6 to 8 with a
     shortcut in them proved nothing more (about 100 CPU-seconds)."""
-    return [a for a in shortcut_assignments() if a == TRAINED_SHORTCUT_CHAPTER
-            or not any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(a)).cells)]
+    return [a for a in shortcut_assignments() if a == nbt.SHORTEST_TRAINING or not nbt.trains(a)]
 
 
 def routes_in_turn(assignments: list[str] | None = None) -> dict[str, dict[str, str]]:

@@ -91,15 +91,11 @@ def all_wrong(assignment: str) -> nbformat.NotebookNode:
     return nb
 
 
-def trains(assignment: str) -> bool:
-    return any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(assignment)).cells)
-
-
 def twins(assignments: list[str]) -> dict[str, dict[str, str]]:
     """The mixed class this module adds to a batch: per assignment, student id -> the student
     id of the same code in English (the batch already holds ``solution`` and ``blank``)."""
     found = {}
-    cheap = [a for a in assignments if not trains(a)]
+    cheap = [a for a in assignments if not nbt.trains(a)]
     for assignment in assignments:
         if assignment not in cheap:
             found[assignment] = {"blank_zh": "blank"}

@@ -321,3 +321,14 @@ def without_training(nb):
             kept.append(cell)
     nb.cells = kept
     return nb
+
+
+def trains(assignment: str) -> bool:
+    """Whether the source notebook of ``assignment`` has a training cell."""
+    return any(is_training_cell(c) for c in read(source_notebook(assignment)).cells)
+
+
+#: The chapter whose training is the course's shortest (about 8 CPU-seconds; chapters 6 to 8 take 20
+#: to 50): the one that trains where the suite proves once what a training adds, in a learner's kernel
+#: (tests/test_solutions.py) and with a forbidden shortcut elsewhere in its notebook (the graded batch).
+SHORTEST_TRAINING = "ch10_what_attention_learns"

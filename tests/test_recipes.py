@@ -27,8 +27,7 @@ def _cell(nb, grade_id: str):
 
 
 def test_every_training_notebook_has_a_recipe():
-    training = {a for a in nbt.assignments()
-                if any(nbt.is_training_cell(c) for c in nbt.read(nbt.source_notebook(a)).cells)}
+    training = {a for a in nbt.assignments() if nbt.trains(a)}
     assert training == set(TRAINED), f"training notebooks {sorted(training)}, recipes for {sorted(TRAINED)}"
     measured = [recipe for recipe, _, _ in CHAPTERS.values()]  # what make train-budget measures
     assert all(any(getattr(recipes, name) is r for r in measured) for name, _ in TRAINED.values())

@@ -11,23 +11,21 @@ import pytest
 import notebook_tools as nbt
 from layout import regions
 
-#: The one chapter whose trainings, and the tests of its trained model, run here in a kernel too:
-#: the kernel's training path (the progress bar, the device, the clock) is the same shared loop
-#: (attention_course.training) in every chapter, and chapter 10's run is the shortest (about 8
-#: CPU-seconds). Every chapter's trainings pass in the grader, whose solution scores full marks
-#: (tests/test_grading.py); trained again here, chapters 3 and 6 to 8 cost about 120 CPU-seconds
-#: and proved nothing more.
-KERNEL_TRAINED_CHAPTER = "ch10_what_attention_learns"
+# The trainings, and the tests of the trained model, run here in a kernel for one chapter only
+# (notebook_tools.SHORTEST_TRAINING): the kernel's training path (the progress bar, the device, the
+# clock) is the loop every chapter shares (attention_course.training). Every chapter's trainings
+# pass in the grader, whose solution scores full marks (tests/test_grading.py); trained again here,
+# chapters 3 and 6 to 8 cost about 120 CPU-seconds and proved nothing more.
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", nbt.assignments())
 def test_solution_notebook_passes_all_tests(assignment):
     """The solution notebook, in a kernel as a learner runs it, passes every visible test (a
-    learner's notebook has no hidden test; the trainings only in :data:`KERNEL_TRAINED_CHAPTER`)."""
+    learner's notebook has no hidden test; the trainings only in ``notebook_tools.SHORTEST_TRAINING``)."""
     path = nbt.source_notebook(assignment)
     nb = nbt.visible_only(nbt.read(path))
-    run = nbt.run(nb if assignment == KERNEL_TRAINED_CHAPTER else nbt.without_training(nb), cwd=path.parent)
+    run = nbt.run(nb if assignment == nbt.SHORTEST_TRAINING else nbt.without_training(nb), cwd=path.parent)
     assert run.tests, "the notebook has no test cells"
     assert not run.failed, f"failing tests: {run.failed}"
     assert not run.other_errors, f"cells outside the tests raised: {run.other_errors}"
